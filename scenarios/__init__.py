@@ -1,0 +1,1 @@
+"""Seeded generators of simulated long ops sessions (filled in by the scenarios work)."""

@@ -1,0 +1,146 @@
+"""The strategy interface, its registry, and the rules every strategy follows (strategies.md 1).
+
+A strategy is a class with a pydantic ``Params`` model and four hooks the runtime calls in a fixed
+order (``on_append``, ``before_call``, ``reduce`` on overflow, ``apply`` after each turn). Each
+session gets a fresh instance from `create`, so instances may keep per-session state.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from harness.context import Context
+from harness.messages import Message, nonsummary
+
+ENTRY_POINT_GROUP = "ctxbench.strategies"
+#: Set to any non-empty value to skip loading third-party strategies from entry points.
+NO_PLUGINS_ENV = "CTXBENCH_NO_PLUGINS"
+
+
+class CannotReduce(Exception):
+    """A strategy could not lower the context's tokens; ``str(e)`` says why and the window is
+    unchanged (pin flags aside). ``__cause__`` is the underlying error, else the overflow."""
+
+
+class StrategyParams(BaseModel):
+    """Base of every strategy's parameters: frozen, and unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProactiveParams(StrategyParams):
+    """R7: an optional proactive trigger at a share of the window, off by default."""
+
+    proactive: StrictBool = False
+    threshold: float = Field(0.7, gt=0, le=1, allow_inf_nan=False)
+
+
+P = TypeVar("P", bound=StrategyParams)
+
+
+class ContextStrategy(ABC):
+    """Base class of all context strategies.
+
+    Subclasses set ``Params`` and implement ``reduce``; ``name`` is set by `register`.
+    """
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[StrategyParams]] = StrategyParams
+    #: Extra tools the runtime must expose while this strategy runs (e.g. ``retrieve_payload``).
+    tools: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, params: StrategyParams | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+        if not isinstance(self.params, self.Params):
+            raise TypeError(f"{type(self).__name__} takes {self.Params.__name__}, not {type(params).__name__}")
+
+    def on_append(self, ctx: Context, msg: Message) -> Message:
+        """Transform a message before the runtime appends it. Never raises."""
+        return msg
+
+    def apply(self, ctx: Context) -> None:
+        """Per-turn management after each turn. Never raises."""
+
+    def before_call(self, ctx: Context) -> None:
+        """Before each model call: R7's proactive reduce when the params have it. Never raises."""
+        params = self.params
+        if isinstance(params, ProactiveParams) and params.proactive and ctx.utilization() >= params.threshold:
+            try:
+                self.reduce(ctx)
+            except Exception:  # noqa: BLE001  R7: proactive compression is best effort
+                pass
+
+    @abstractmethod
+    def reduce(self, ctx: Context, overflow: BaseException | None = None) -> None:
+        """Lower ``ctx.tokens`` strictly, or raise CannotReduce leaving ctx unchanged (R2)."""
+
+    def describe(self) -> str:
+        """One line for listings: the first line of the class docstring."""
+        doc = (type(self).__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+def commit(ctx: Context, new: Sequence[Message]) -> None:
+    """R1/R5: replace the window in one slice assignment and count the non-summary messages that left."""
+    before = nonsummary(ctx.messages)
+    ctx.messages[:] = new
+    ctx.removed_count += before - nonsummary(new)
+
+
+# Registry ---------------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, type[ContextStrategy]] = {}
+_plugins_loaded = False
+
+S = TypeVar("S", bound=type[ContextStrategy])
+
+
+def register(name: str) -> Callable[[S], S]:
+    """Class decorator: register a strategy under ``name`` (a name registered twice is an error)."""
+
+    def decorate(cls: S) -> S:
+        if name in _REGISTRY:
+            raise ValueError(f"strategy {name!r} is already registered")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    if os.environ.get(NO_PLUGINS_ENV):
+        return
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _REGISTRY:
+            ep.load()  # importing the module runs its @register
+
+
+def get(name: str) -> type[ContextStrategy]:
+    """The class registered under ``name``; KeyError listing the known names otherwise."""
+    _load_plugins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown strategy {name!r}; known: {', '.join(names())}") from None
+
+
+def names() -> list[str]:
+    _load_plugins()
+    return sorted(_REGISTRY)
+
+
+def create(name: str, /, **params: Any) -> ContextStrategy:
+    """A fresh instance of strategy ``name``; bad params raise pydantic.ValidationError."""
+    cls = get(name)
+    return cls(cls.Params(**params))

@@ -1,0 +1,133 @@
+"""`offload_contracts`: move large tool outputs out of the window into a content-addressed store,
+leaving a stub with a preview and the facts' keys; the model pages them back with
+``retrieve_payload``. The runtime pairs it with typed tool contracts (strategies.md 3.7)."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, StrictBool, StrictInt
+
+from harness.context import Context
+from harness.messages import Block, Message, ToolResult, ToolUse, rebuild, tokens_of
+from harness.stubs import handle_for, is_stub, render_stub
+from strategies.base import CannotReduce, ContextStrategy, StrategyParams, commit, register
+from strategies.split import is_pinned
+
+RETRIEVE_TOOL = "retrieve_payload"
+
+
+class OffloadContractsParams(StrategyParams):
+    #: Tool outputs larger than this (utf-8 bytes) are offloaded on append.
+    offload_threshold_bytes: Annotated[StrictInt, Field(ge=256, le=10**8)] = 2048
+    preview_chars: Annotated[StrictInt, Field(ge=0, le=4000)] = 300
+    #: Most characters one retrieve_payload call returns.
+    retrieve_chars: Annotated[StrictInt, Field(ge=256, le=10**7)] = 8000
+    #: Default of the runtime's contracts switch while this strategy runs.
+    contracts: StrictBool = True
+    #: Turns the breaker's token budget on with this value (input + output tokens of all calls).
+    token_budget: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
+def _tool_name(ctx: Context, tool_use_id: str) -> str | None:
+    """Name of the call a result answers, looked up newest first (normally the last message)."""
+    for m in reversed(ctx.messages):
+        for b in m.blocks:
+            if isinstance(b, ToolUse) and b.id == tool_use_id:
+                return b.name
+    return None
+
+
+@register("offload_contracts")
+class OffloadContracts(ContextStrategy):
+    """Offload large tool outputs to a payload store behind stubs; serve them by ``retrieve``.
+
+    Invariants (checked by tests/properties):
+    - the window keeps its length; only ToolResult contents change, each into its stub, keeping
+      ids, statuses and other blocks (kind ``handle``); ``removed_count`` never changes;
+    - ``store.get(handle)`` is the original output and the handle is its sha256 prefix;
+      ``retrieve`` pages joined along their ``offset=`` hints rebuild it exactly;
+    - stubs, results answering ``retrieve_payload`` and outputs at or below the threshold are never
+      offloaded on append; pinned messages never are;
+    - ``reduce`` lowers tokens or raises CannotReduce with the window unchanged.
+    """
+
+    Params = OffloadContractsParams
+    params: OffloadContractsParams
+    tools: ClassVar[tuple[str, ...]] = (RETRIEVE_TOOL,)
+
+    def _offloaded(
+        self, ctx: Context, m: Message, *, threshold: int | None, skip_retrieves: bool
+    ) -> tuple[Message, list[str]]:
+        """``m`` with its offloadable outputs replaced by stubs, and the payloads to store (stored
+        only when the caller commits, so a failed reduce leaves the store as it was)."""
+        if m.pinned or not m.has_result:
+            return m, []
+        blocks: list[Block] = []
+        payloads: list[str] = []
+        for b in m.blocks:
+            if isinstance(b, ToolResult) and self._offloadable(ctx, b, m, threshold, skip_retrieves):
+                payloads.append(b.content)
+                b = ToolResult(b.tool_use_id, b.status, self._stub(b.content, m))
+            blocks.append(b)
+        return (rebuild(m, blocks, kind="handle") if payloads else m), payloads
+
+    def _store(self, ctx: Context, payloads: list[str]) -> None:
+        for payload in payloads:
+            ctx.store.put(handle_for(payload), payload)
+
+    def _stub(self, content: str, m: Message) -> str:
+        return render_stub(content, m.facts, self.params.preview_chars)
+
+    def _offloadable(
+        self, ctx: Context, b: ToolResult, m: Message, threshold: int | None, skip_retrieves: bool
+    ) -> bool:
+        c = b.content
+        if threshold is not None and len(c.encode("utf-8")) <= threshold:
+            return False
+        if is_stub(c) or len(self._stub(c, m)) >= len(c):
+            return False
+        return not (skip_retrieves and _tool_name(ctx, b.tool_use_id) == RETRIEVE_TOOL)
+
+    def on_append(self, ctx: Context, msg: Message) -> Message:
+        new, payloads = self._offloaded(
+            ctx, msg, threshold=self.params.offload_threshold_bytes, skip_retrieves=True
+        )
+        self._store(ctx, payloads)
+        return new
+
+    def reduce(self, ctx: Context, overflow: BaseException | None = None) -> None:
+        window = ctx.messages
+        new: list[Message] = []
+        payloads: list[str] = []
+        for i, m in enumerate(window):
+            if is_pinned(window, i):
+                new.append(m)
+                continue
+            m2, stored = self._offloaded(ctx, m, threshold=None, skip_retrieves=False)
+            new.append(m2)
+            payloads += stored
+        if tokens_of(new) >= ctx.tokens:
+            raise CannotReduce("no tool output left to offload") from overflow
+        self._store(ctx, payloads)
+        commit(ctx, new)
+
+    def retrieve(
+        self, ctx: Context, handle: str, offset: int = 0, length: int | None = None
+    ) -> tuple[Literal["success", "error"], str]:
+        """A page of an offloaded payload, with a hint naming the next offset when more remains."""
+        try:
+            payload = ctx.store.get(handle)
+        except KeyError:
+            return "error", f"unknown handle: {handle}"
+        if offset < 0 or offset > len(payload):
+            return "error", f"offset out of range 0..{len(payload)}"
+        n = min(length or self.params.retrieve_chars, self.params.retrieve_chars)
+        page = payload[offset : offset + n]
+        end = offset + len(page)
+        if end < len(payload):
+            page += (
+                f"\n[... {len(payload) - end} more chars; call {RETRIEVE_TOOL}"
+                f'(handle="{handle}", offset={end})]'
+            )
+        return "success", page
