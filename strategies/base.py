@@ -73,7 +73,7 @@ class ContextStrategy(ABC):
         if isinstance(params, ProactiveParams) and params.proactive and ctx.utilization() >= params.threshold:
             try:
                 self.reduce(ctx)
-            except Exception:  # noqa: BLE001  R7: proactive compression is best effort
+            except Exception:  # R7: proactive compression is best effort
                 pass
 
     @abstractmethod

@@ -41,7 +41,7 @@ def summarize_into(ctx: Context, messages: list[Message]) -> Message:
     """One summarizer call turned into the window's summary; any failure becomes CannotReduce."""
     try:
         return as_summary(ctx.summarize(messages))
-    except Exception as e:  # noqa: BLE001  R3/R9: every summarizer failure is a failed reduce
+    except Exception as e:  # R3/R9: every summarizer failure is a failed reduce
         raise CannotReduce(f"summarizer failed: {e}") from e
 
 
