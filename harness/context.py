@@ -115,16 +115,21 @@ class Window(list[Message]):
             self._added(value)
 
     def __delitem__(self, index: SupportsIndex | slice) -> None:
-        old = super().__getitem__(index)
-        super().__delitem__(index)
-        for m in old if isinstance(index, slice) else (old,):
-            self._removed(m)
+        if isinstance(index, slice):
+            gone = super().__getitem__(index)
+            super().__delitem__(index)
+            for m in gone:
+                self._removed(m)
+        else:
+            one = super().__getitem__(index)
+            super().__delitem__(index)
+            self._removed(one)
 
-    def __iadd__(self, ms: Iterable[Message]) -> Window:  # type: ignore[override]
+    def __iadd__(self, ms: Iterable[Message]) -> Window:  # type: ignore[override,misc]
         self.extend(ms)
         return self
 
-    def __imul__(self, n: SupportsIndex) -> Window:  # type: ignore[override]
+    def __imul__(self, n: SupportsIndex) -> Window:
         raise TypeError("a window cannot be repeated in place")
 
     def sort(self, *args: Any, **kwargs: Any) -> None:

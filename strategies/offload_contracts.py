@@ -66,9 +66,11 @@ class OffloadContracts(ContextStrategy):
         blocks: list[Block] = []
         payloads: list[str] = []
         for b in m.blocks:
-            if isinstance(b, ToolResult) and self._offloadable(ctx, b, m, threshold, skip_retrieves):
+            stub = self._stub_if_offloadable(ctx, b, m, threshold, skip_retrieves)
+            if stub is not None:
+                assert isinstance(b, ToolResult)
                 payloads.append(b.content)
-                b = ToolResult(b.tool_use_id, b.status, self._stub(b.content, m))
+                b = ToolResult(b.tool_use_id, b.status, stub)
             blocks.append(b)
         return (rebuild(m, blocks, kind="handle") if payloads else m), payloads
 
@@ -76,18 +78,21 @@ class OffloadContracts(ContextStrategy):
         for payload in payloads:
             ctx.store.put(handle_for(payload), payload)
 
-    def _stub(self, content: str, m: Message) -> str:
-        return render_stub(content, m.facts, self.params.preview_chars)
-
-    def _offloadable(
-        self, ctx: Context, b: ToolResult, m: Message, threshold: int | None, skip_retrieves: bool
-    ) -> bool:
+    def _stub_if_offloadable(
+        self, ctx: Context, b: Block, m: Message, threshold: int | None, skip_retrieves: bool
+    ) -> str | None:
+        """The stub that replaces ``b``, or None when ``b`` stays (strategies.md 3.7 conditions)."""
+        if not isinstance(b, ToolResult):
+            return None
         c = b.content
         if threshold is not None and len(c.encode("utf-8")) <= threshold:
-            return False
-        if is_stub(c) or len(self._stub(c, m)) >= len(c):
-            return False
-        return not (skip_retrieves and _tool_name(ctx, b.tool_use_id) == RETRIEVE_TOOL)
+            return None
+        if is_stub(c):
+            return None
+        if skip_retrieves and _tool_name(ctx, b.tool_use_id) == RETRIEVE_TOOL:
+            return None
+        stub = render_stub(c, m.facts, self.params.preview_chars)
+        return stub if len(stub) < len(c) else None
 
     def on_append(self, ctx: Context, msg: Message) -> Message:
         new, payloads = self._offloaded(

@@ -1,0 +1,39 @@
+# Two entry points from a fresh clone: `make bench` and `make test`. Both create .venv if missing
+# and install the project with its dev extra (re-installed when pyproject.toml changes).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup test bench benchmarks lint typecheck clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ctxbench needs Python >= 3.11 (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+lint: setup
+	$(BIN)/ruff check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/ctxbench demo --out runs/demo
+
+# Speed benchmarks (pytest-benchmark), timed for real rather than run once as tests.
+benchmarks: setup
+	$(BIN)/python -m pytest tests/benchmarks --benchmark-enable --benchmark-only
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache .benchmarks

@@ -1,0 +1,64 @@
+"""Speed of the strategies on the runtime's hot path, measured with pytest-benchmark.
+
+`make test` runs each benchmark once as a plain test (``--benchmark-disable``); `make benchmarks`
+times them for real. The linearity check compares two session lengths *within one run* (a ratio,
+never a wall-clock threshold): a strategy whose per-turn cost grows with the window would show a
+2N/N ratio near 4 instead of 2.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import strategies
+from harness.demo import DEMO_PIPELINE, generate_history, replay_history
+from harness.messages import Message
+from harness.tokens import TiktokenTokenizer
+
+SHORT, LONG = 250, 500
+#: Large enough that no strategy overflows, so both lengths replay every turn.
+WINDOW = 10_000_000
+
+
+@pytest.fixture(scope="module")
+def histories() -> dict[int, list[Message]]:
+    # Built (and tokenized) once: the benchmark measures the strategies, not the tokenizer.
+    return {n: generate_history(seed=7, session=0, turns=n) for n in (SHORT, LONG)}
+
+
+def _replay(name: str, history: list[Message]) -> None:
+    params = DEMO_PIPELINE if name == "pipeline" else {}
+    replay_history(history, strategies.create(name, **params), WINDOW, session=0)
+
+
+def _best_of(repeats: int, name: str, history: list[Message]) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        _replay(name, history)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.parametrize("name", strategies.names())
+def test_replay_cost_grows_linearly_with_turns(benchmark, histories, name: str) -> None:
+    """A 2N-turn replay costs about twice an N-turn one (amortised O(1) hooks per turn)."""
+    benchmark.pedantic(_replay, args=(name, histories[LONG]), rounds=3, iterations=1)
+    short = _best_of(3, name, histories[SHORT])
+    long = _best_of(3, name, histories[LONG])
+    ratio = long / short
+    benchmark.extra_info["ratio_2n_over_n"] = round(ratio, 2)
+    # Linear is 2; quadratic is 4. 3.2 leaves room for noise on a shared machine while still
+    # catching a per-turn rescan of the whole window.
+    assert ratio < 3.2, f"{name}: {LONG}-turn replay took {ratio:.2f}x the {SHORT}-turn one"
+
+
+def test_token_count_cache_hit(benchmark) -> None:
+    """Counting a text already seen is a dictionary hit, not a re-encode."""
+    tokenizer = TiktokenTokenizer()
+    text = "2026-11-30T04:00:00Z ERROR svc=checkout trace=9f2c msg=timeout\n" * 500
+    tokenizer.count(text)
+    result = benchmark(tokenizer.count, text)
+    assert result == len(tokenizer.encode(text))
