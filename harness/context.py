@@ -204,6 +204,13 @@ class Context:
     def messages(self) -> Window:
         return self._messages
 
+    @messages.setter
+    def messages(self, value: Window) -> None:
+        # ``ctx.messages += ms`` extends the window in place and then assigns it back; that is the
+        # only assignment allowed. Replacing the window object would lose its running totals.
+        if value is not self._messages:
+            raise AttributeError("replace the window's contents with ctx.messages[:] = new")
+
     @property
     def tokens(self) -> int:
         return self._messages.tokens

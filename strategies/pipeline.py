@@ -27,7 +27,11 @@ class StageSpec(BaseModel):
     def _known_and_flat(cls, name: str) -> str:
         if name in COMPOSITES:
             raise ValueError(f"a pipeline stage cannot be {name!r} (no nesting)")
-        get(name)  # KeyError listing the known names
+        try:
+            get(name)
+        except KeyError as e:
+            # A ValueError here surfaces as pydantic's ValidationError naming the stage field.
+            raise ValueError(e.args[0]) from None
         return name
 
 
