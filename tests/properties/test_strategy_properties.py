@@ -15,11 +15,11 @@ from harness.context import Context
 from harness.messages import Message, Text, ToolResult, ToolUse, nonsummary, rebuild, tokens_of
 from harness.stubs import parse_stub, render_stub
 from strategies import CannotReduce, create
-from strategies.condense import NOTICE
 from strategies.observation_masking import PLACEHOLDER_RE, placeholder
 from strategies.split import apply_pin_first, find_tool_pair_trim_point, find_valid_trim_point, is_pinned
 from strategies.truncate_then_slide import truncatable, truncated
 from tests.fakes import FakeSummarizer
+from tests.oracles import clipped_text
 from tests.properties.histories import (
     HOOKS,
     RATIOS,
@@ -387,20 +387,11 @@ def test_condense_events_only_trigger(case: Case) -> None:
         assert len(run.after) <= p["max_size"] // 2
 
 
-def clip(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    if cap <= len(NOTICE):
-        return NOTICE[:cap]
-    a = cap - len(NOTICE)
-    return text[: math.ceil(a / 2)] + NOTICE + text[len(text) - a // 2 :]
-
-
 def clipped(m: Message, cap: int) -> tuple[object, ...]:
     blocks = tuple(
-        Text(clip(b.text, cap))
+        Text(clipped_text(b.text, cap))
         if isinstance(b, Text)
-        else ToolResult(b.tool_use_id, b.status, clip(b.content, cap))
+        else ToolResult(b.tool_use_id, b.status, clipped_text(b.content, cap))
         if isinstance(b, ToolResult)
         else b
         for b in m.blocks

@@ -11,19 +11,9 @@ from harness.messages import Message, ToolResult, ToolUse
 from strategies import base
 from strategies.base import CannotReduce, ContextStrategy, ProactiveParams, StrategyParams, create, names, register
 from tests.fakes import FakeSummarizer, SummarizerFailed
+from tests.oracles import BUILTIN_STRATEGIES
 
-ALL_NAMES = [
-    "condense",
-    "drop_all",
-    "hybrid",
-    "observation_masking",
-    "offload_contracts",
-    "pipeline",
-    "sliding_window",
-    "summarize",
-    "truncate_then_slide",
-    "unbounded",
-]
+ALL_NAMES = BUILTIN_STRATEGIES
 
 
 def window(n_turns: int = 4, size: int = 200) -> list[Message]:

@@ -13,6 +13,7 @@ from strategies import create
 from strategies.base import CannotReduce
 from strategies.condense import NOTICE, clip, token_tail
 from tests.fakes import FakeSummarizer, SummarizerFailed
+from tests.oracles import clipped_text
 
 OVERFLOW = ContextOverflow(1, 1)
 
@@ -27,15 +28,6 @@ def a(text: str) -> Message:
 
 def conversation(n: int, size: int = 20) -> list[Message]:
     return [u(f"user {i} " + "w " * size) if i % 2 == 0 else a(f"assistant {i} " + "w " * size) for i in range(n)]
-
-
-def clipped(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    if cap <= len(NOTICE):
-        return NOTICE[:cap]
-    room = cap - len(NOTICE)
-    return text[: math.ceil(room / 2)] + NOTICE + text[len(text) - room // 2 :]
 
 
 def cause_chain(e: BaseException) -> list[BaseException]:
@@ -272,11 +264,11 @@ def test_hard_reset_caps_shrink_from_longest_text() -> None:
     assert fake.calls[0] == msgs
     caps = [80, 64, 51]
     for sent, cap in zip(fake.calls[1:], caps, strict=True):
-        assert sent[0].text == clipped("T" * 60, cap)
-        assert sent[1].blocks[0] == Text(clipped("A" * 30, cap))
+        assert sent[0].text == clipped_text("T" * 60, cap)
+        assert sent[1].blocks[0] == Text(clipped_text("A" * 30, cap))
         assert sent[1].blocks[1] == msgs[1].blocks[1]
-        assert sent[2].blocks == (ToolResult("t1", "success", clipped(msgs[2].blocks[0].content, cap)),)  # type: ignore[union-attr]
-        assert sent[3].text == clipped("B" * 70, cap)
+        assert sent[2].blocks == (ToolResult("t1", "success", clipped_text(msgs[2].blocks[0].content, cap)),)  # type: ignore[union-attr]
+        assert sent[3].text == clipped_text("B" * 70, cap)
         assert (
             max(
                 len(b.text) if isinstance(b, Text) else len(b.content)

@@ -1,0 +1,31 @@
+"""Reference answers written straight from the spec, independent of the library's code."""
+
+from __future__ import annotations
+
+import math
+
+from strategies.condense import NOTICE
+
+#: strategies.md 1.3: the built-in strategy names, sorted.
+BUILTIN_STRATEGIES = [
+    "condense",
+    "drop_all",
+    "hybrid",
+    "observation_masking",
+    "offload_contracts",
+    "pipeline",
+    "sliding_window",
+    "summarize",
+    "truncate_then_slide",
+    "unbounded",
+]
+
+
+def clipped_text(text: str, cap: int) -> str:
+    """strategies.md 3.5: a hard reset's copy of ``text`` clipped to ``cap`` chars around NOTICE."""
+    if len(text) <= cap:
+        return text
+    if cap <= len(NOTICE):
+        return NOTICE[:cap]
+    room = cap - len(NOTICE)
+    return text[: math.ceil(room / 2)] + NOTICE + text[len(text) - room // 2 :]
