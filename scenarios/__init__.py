@@ -1,1 +1,9 @@
-"""Seeded generators of simulated long ops sessions (filled in by the scenarios work)."""
+"""Seeded generators of simulated long ops sessions, and their registry.
+
+Third-party packages add families through the ``ctxbench.scenarios`` entry-point group.
+"""
+
+from scenarios import k8s_crashloop  # noqa: F401  importing registers the built-in families
+from scenarios.base import SessionScript, generate, get, names, register
+
+__all__ = ["SessionScript", "generate", "get", "names", "register"]

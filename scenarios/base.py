@@ -1,0 +1,290 @@
+"""Session scripts: what an ideal agent would do in one simulated ops session, and the registry of
+the generators (scenario families) that make them (mock-model.md 1).
+
+A `SessionScript` is plain data (pydantic, JSON round-trip exact). Fact values are distinctive
+strings placed verbatim in tool payloads, so "is this fact visible in the context" is a real text
+property that `harness.messages.FactScanner` checks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+
+ENTRY_POINT_GROUP = "ctxbench.scenarios"
+NO_PLUGINS_ENV = "CTXBENCH_NO_PLUGINS"
+LITERAL_PREFIX = "lit:"
+#: Tokens of the system prompt and tool schemas, a fixed prefix of every prompt (mock-model.md 1.1).
+DEFAULT_SYSTEM_PROMPT_TOKENS = 2000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Fact(_Model):
+    key: str
+    value: str = Field(min_length=1)
+    kind: str
+
+
+class Task(_Model):
+    text: str
+    #: key -> value of the facts the task message states.
+    facts: dict[str, str] = Field(default_factory=dict)
+
+
+class Call(_Model):
+    """A concrete call with literal arguments (the dangerous shortcut needs no facts)."""
+
+    tool: str
+    args: dict[str, Any]
+
+
+class Step(_Model):
+    id: str
+    tool: str
+    #: arg -> a fact key, or ``"lit:<value>"`` for a literal.
+    args: dict[str, str]
+    #: JSON type of each arg (``string``, ``integer``, ``boolean``, ``array``).
+    arg_types: dict[str, str]
+    #: Fact keys the args refer to (values the agent must take from its context).
+    needs: list[str]
+    #: key -> value of the facts embedded in the payload.
+    produces: dict[str, str]
+    payload: str
+    latency_s: float = Field(ge=0)
+    fault: Fault | None = None
+    shortcut: Call | None = None
+    #: alert_chain: the agent that owns this step.
+    agent: str | None = None
+
+    def literal_args(self) -> dict[str, str]:
+        return {k: v[len(LITERAL_PREFIX) :] for k, v in self.args.items() if v.startswith(LITERAL_PREFIX)}
+
+    def fact_args(self) -> dict[str, str]:
+        return {k: v for k, v in self.args.items() if not v.startswith(LITERAL_PREFIX)}
+
+
+class Fault(_Model):
+    kind: Literal["http_404", "timeout"]
+    #: Fail the first n attempts; None = always (then a fallback is required).
+    fails: StrictInt | None = None
+    fallback: Step | None = None
+    timeout_s: float = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _fails_rule(self) -> Fault:
+        if self.fails is None and self.fallback is None:
+            raise ValueError("a fault that never clears (fails=None) needs a fallback step")
+        if self.fails is not None and self.fails not in (1, 2):
+            raise ValueError(f"fails must be 1, 2 or None, got {self.fails}")
+        return self
+
+
+class Handoff(_Model):
+    """alert_chain: after ``after_step``, agent ``from_agent`` hands over to ``to_agent`` a message that
+    must carry the values of ``carries``."""
+
+    after_step: str
+    from_agent: str
+    to_agent: str
+    carries: list[str]
+
+
+class SessionScript(_Model):
+    scenario: str
+    seed: int
+    task: Task
+    steps: list[Step]
+    #: Keys whose values the final answer must state.
+    final_facts: list[str]
+    facts: dict[str, Fact]
+    #: key -> wrong values of the same shape placed in payloads (distractors).
+    decoys: dict[str, list[str]] = Field(default_factory=dict)
+    agents: list[str] | None = None
+    handoffs: list[Handoff] = Field(default_factory=list)
+    system_prompt_tokens: int = DEFAULT_SYSTEM_PROMPT_TOKENS
+    #: The generator parameters that made this script (defaults filled in).
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _structure(self) -> SessionScript:
+        """Cheap structural rules (content checks are in `check_script`)."""
+        known = set(self.task.facts)
+        for key, value in self.task.facts.items():
+            if key not in self.facts or self.facts[key].value != value:
+                raise ValueError(f"task fact {key!r} is not a script fact with that value")
+        for i, step in enumerate(self.steps):
+            for key in step.needs:
+                if key not in known:
+                    raise ValueError(f"steps[{i}] ({step.id}) needs {key!r}: no earlier step or the task has it")
+            for arg, ref in step.fact_args().items():
+                if ref not in step.needs:
+                    raise ValueError(f"steps[{i}] ({step.id}).args.{arg} refers to {ref!r}, not in needs")
+            produced = step.fault.fallback.produces if step.fault and step.fault.fallback else step.produces
+            for key, value in produced.items():
+                if key not in self.facts or self.facts[key].value != value:
+                    raise ValueError(f"steps[{i}] ({step.id}) produces {key!r}, not a script fact with that value")
+            known |= set(step.produces) | set(produced)
+        for key in self.final_facts:
+            if key not in known:
+                raise ValueError(f"final fact {key!r} is never produced")
+        if self.agents is not None:
+            for i, step in enumerate(self.steps):
+                if step.agent not in self.agents:
+                    raise ValueError(f"steps[{i}] ({step.id}).agent {step.agent!r} is not one of {self.agents}")
+        return self
+
+    def step_by_id(self, step_id: str) -> Step:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+            if step.fault and step.fault.fallback and step.fault.fallback.id == step_id:
+                return step.fault.fallback
+        raise KeyError(step_id)
+
+    def fact_values(self) -> dict[str, str]:
+        return {key: fact.value for key, fact in self.facts.items()}
+
+
+Step.model_rebuild()
+Fault.model_rebuild()
+
+
+def check_script(script: SessionScript) -> list[str]:
+    """Content rules of mock-model.md 1 that need the text: returns the violations (empty = valid).
+
+    - values (and decoys) are unique and none is a substring of another;
+    - every produced value occurs in its payload; the task text holds the task facts;
+    - a payload holds no fact that is only produced later (nothing leaks early): the facts in a
+      payload are the step's own plus facts already known;
+    - no two steps make the same call (tool and args), since a tool's text is a function of its call.
+    """
+    problems: list[str] = []
+    values = {key: fact.value for key, fact in script.facts.items()}
+    every = [(f"fact {k}", v) for k, v in values.items()] + [
+        (f"decoy of {k}", d) for k, ds in script.decoys.items() for d in ds
+    ]
+    seen: dict[str, str] = {}
+    for name, value in every:
+        if value in seen:
+            problems.append(f"{name} repeats the value of {seen[value]}: {value!r}")
+        seen[value] = name
+    for name_a, a in every:
+        for name_b, b in every:
+            if a != b and a in b:
+                problems.append(f"{name_a} {a!r} is a substring of {name_b} {b!r}")
+    for key, value in script.task.facts.items():
+        if value not in script.task.text:
+            problems.append(f"task text lacks task fact {key}")
+    calls: dict[tuple[str, str], str] = {}
+    for step in script.steps:
+        for run in [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else []):
+            call = (run.tool, repr(sorted(run.args.items())))
+            if call in calls:
+                problems.append(f"steps {calls[call]} and {run.id} make the same call (results must be a function of the call)")
+            calls[call] = run.id
+    known = set(script.task.facts)
+    leaked_in_task = {k for k, v in values.items() if v in script.task.text} - known
+    if leaked_in_task:
+        problems.append(f"task text holds non-task facts {sorted(leaked_in_task)}")
+    for step in script.steps:
+        runs = [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else [])
+        for run in runs:
+            for key, value in run.produces.items():
+                if value not in run.payload:
+                    problems.append(f"step {run.id}: produced {key} is not in its payload")
+            present = {k for k, v in values.items() if v in run.payload}
+            early = present - known - set(run.produces)
+            if early:
+                problems.append(f"step {run.id}: payload leaks later facts {sorted(early)}")
+        for run in runs:
+            known |= set(run.produces)
+    return problems
+
+
+# Registry --------------------------------------------------------------------------------------
+
+
+class ScenarioParams(_Model):
+    """Parameters every family takes: session length and payload size."""
+
+    #: Tool calls of the ideal session; None draws one from the default length mix (median ~60).
+    turns: StrictInt | None = Field(None, ge=8, le=1000)
+    #: Median payload size in bytes of ordinary tool outputs (lognormal).
+    payload_median_bytes: StrictInt = Field(1500, ge=64, le=1_000_000)
+    #: Lognormal sigma of payload sizes; 1.82 puts p95 near 30 KB at the default median.
+    payload_sigma: float = Field(1.82, ge=0, le=4)
+    #: Hard cap on one payload, in bytes.
+    payload_max_bytes: StrictInt = Field(400_000, ge=256, le=10_000_000)
+
+
+class ScenarioFamily:
+    """A generator of session scripts. Subclasses set ``Params`` and implement ``generate``."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[ScenarioParams]] = ScenarioParams
+
+    def __init__(self, params: ScenarioParams) -> None:
+        self.params = params
+
+    def generate(self, seed: int) -> SessionScript:
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls) -> str:
+        doc = (cls.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+_REGISTRY: dict[str, type[ScenarioFamily]] = {}
+_plugins_loaded = False
+F = TypeVar("F", bound=type[ScenarioFamily])
+
+
+def register(name: str) -> Callable[[F], F]:
+    def decorate(cls: F) -> F:
+        if name in _REGISTRY:
+            raise ValueError(f"scenario {name!r} is already registered")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    if os.environ.get(NO_PLUGINS_ENV):
+        return
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _REGISTRY:
+            ep.load()
+
+
+def get(name: str) -> type[ScenarioFamily]:
+    _load_plugins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(names())}") from None
+
+
+def names() -> list[str]:
+    _load_plugins()
+    return sorted(_REGISTRY)
+
+
+def generate(name: str, seed: int, **params: Any) -> SessionScript:
+    """The script of family ``name`` for ``seed``: the same on every machine. Bad params raise
+    pydantic.ValidationError naming the field; an unknown name raises KeyError."""
+    cls = get(name)
+    return cls(cls.Params(**params)).generate(seed)

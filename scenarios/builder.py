@@ -1,0 +1,173 @@
+"""`ScriptBuilder`: what every family uses to assemble a valid `SessionScript` (unique fact values,
+decoys, steps with typed arg templates, lognormal payload sizes and tool latencies)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from harness.tools import CATALOGUE, arg_types, contract
+from scenarios.base import (
+    LITERAL_PREFIX,
+    Call,
+    Fact,
+    Fault,
+    Handoff,
+    ScenarioParams,
+    SessionScript,
+    Step,
+    Task,
+    check_script,
+)
+from scenarios.draws import BASE32, Draws, derive_seed
+
+#: Default session length mix (J): lognormal, median 60 tool calls, clipped to [20, 250].
+TURNS_MEDIAN, TURNS_SIGMA, TURNS_MIN, TURNS_MAX = 60, 0.55, 20, 250
+#: Tool latency spread around each tool's median (mock-model.md 6.1: sigma 0.5).
+TOOL_LATENCY_SIGMA = 0.5
+
+
+def lit(value: object) -> str:
+    """An argument template holding a literal value."""
+    return LITERAL_PREFIX + (value if isinstance(value, str) else repr(value).lower() if isinstance(value, bool)
+                             else str(value))
+
+
+class InvalidScript(RuntimeError):
+    """A generator produced a script that breaks the content rules (a generator bug)."""
+
+
+class ScriptBuilder:
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.params = params
+        self.draws = Draws(derive_seed(seed, scenario))
+        self.facts: dict[str, Fact] = {}
+        self.decoys: dict[str, list[str]] = {}
+        self.steps: list[Step] = []
+        self._values: list[str] = []
+        self._step_ids: set[str] = set()
+
+    # Length and sizes --------------------------------------------------------------------------
+    def turns(self) -> int:
+        if self.params.turns is not None:
+            return self.params.turns
+        d = self.draws.child("turns")
+        return max(TURNS_MIN, min(TURNS_MAX, round(d.lognormal(TURNS_MEDIAN, TURNS_SIGMA))))
+
+    def payload_bytes(self, scale: float = 1.0) -> int:
+        p = self.params
+        size = self.draws.lognormal(p.payload_median_bytes * scale, p.payload_sigma)
+        return int(max(96, min(p.payload_max_bytes, size)))
+
+    # Values ------------------------------------------------------------------------------------
+    def _fresh(self, make: Callable[[], str]) -> str:
+        for _ in range(1000):
+            value = make()
+            if all(value not in v and v not in value for v in self._values):
+                self._values.append(value)
+                return value
+        raise InvalidScript("could not draw a distinct value")
+
+    def value(self, word: str) -> str:
+        """A distinctive value ``word-xxxx`` (4 base32 chars) unlike every value drawn so far."""
+        return self._fresh(lambda: f"{word}-{self.draws.token(4, BASE32)}")
+
+    def fact(self, key: str, kind: str, word: str | None = None, *, value: str | None = None) -> str:
+        if key in self.facts:
+            raise InvalidScript(f"fact {key!r} defined twice")
+        if value is None:
+            value = self.value(word or kind)
+        elif value not in self._values:
+            self._values.append(value)
+        self.facts[key] = Fact(key=key, value=value, kind=kind)
+        return value
+
+    def decoy(self, key: str, word: str | None = None, *, value: str | None = None) -> str:
+        """A wrong value of the same shape as fact ``key``'s, for distractors."""
+        shape = word or self.facts[key].value.rsplit("-", 1)[0]
+        out = value if value is not None else self.value(shape)
+        if value is not None:
+            self._values.append(value)
+        self.decoys.setdefault(key, []).append(out)
+        return out
+
+    def v(self, key: str) -> str:
+        return self.facts[key].value
+
+    # Steps -------------------------------------------------------------------------------------
+    def _latency(self, tool: str) -> float:
+        median = contract(tool).median_latency_s
+        return round(self.draws.lognormal(median, TOOL_LATENCY_SIGMA), 3)
+
+    def make_step(
+        self,
+        tool: str,
+        args: Mapping[str, str],
+        payload: str,
+        produces: Iterable[str] = (),
+        *,
+        step_id: str | None = None,
+        fault: Fault | None = None,
+        shortcut: Call | None = None,
+        agent: str | None = None,
+    ) -> Step:
+        """A step (not appended): ``args`` maps arg -> fact key or `lit` template."""
+        if tool not in CATALOGUE:
+            raise InvalidScript(f"unknown tool {tool!r}")
+        types = arg_types(tool)
+        unknown = set(args) - set(types)
+        if unknown:
+            raise InvalidScript(f"{tool} has no args {sorted(unknown)}")
+        sid = step_id or f"s{len(self.steps) + 1:03d}"
+        if sid in self._step_ids:
+            raise InvalidScript(f"step id {sid!r} used twice")
+        self._step_ids.add(sid)
+        needs = sorted({ref for ref in args.values() if not ref.startswith(LITERAL_PREFIX)})
+        return Step(
+            id=sid,
+            tool=tool,
+            args=dict(args),
+            arg_types={a: types[a] for a in args},
+            needs=needs,
+            produces={k: self.v(k) for k in produces},
+            payload=payload,
+            latency_s=self._latency(tool),
+            fault=fault,
+            shortcut=shortcut,
+            agent=agent,
+        )
+
+    def step(self, tool: str, args: Mapping[str, str], payload: str, produces: Iterable[str] = (),
+             **kwargs: Any) -> Step:
+        made = self.make_step(tool, args, payload, produces, **kwargs)
+        self.steps.append(made)
+        return made
+
+    def build(
+        self,
+        task_text: str,
+        task_facts: Iterable[str],
+        final_facts: Iterable[str],
+        *,
+        agents: list[str] | None = None,
+        handoffs: list[Handoff] | None = None,
+        scenario: str | None = None,
+    ) -> SessionScript:
+        script = SessionScript(
+            scenario=scenario or self.scenario,
+            seed=self.seed,
+            task=Task(text=task_text, facts={k: self.v(k) for k in task_facts}),
+            steps=self.steps,
+            final_facts=list(final_facts),
+            facts=dict(sorted(self.facts.items())),
+            decoys={k: list(v) for k, v in sorted(self.decoys.items())},
+            agents=agents,
+            handoffs=handoffs or [],
+            params=self.params.model_dump(),
+        )
+        problems = check_script(script)
+        if problems:
+            raise InvalidScript(f"{self.scenario} seed {self.seed}: " + "; ".join(problems[:5]))
+        return script
