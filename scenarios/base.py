@@ -187,7 +187,7 @@ def check_script(script: SessionScript) -> list[str]:
         for run in [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else []):
             call = (run.tool, repr(sorted(run.args.items())))
             if call in calls:
-                problems.append(f"steps {calls[call]} and {run.id} make the same call (results must be a function of the call)")
+                problems.append(f"steps {calls[call]} and {run.id} make the same call")
             calls[call] = run.id
     known = set(script.task.facts)
     leaked_in_task = {k for k, v in values.items() if v in script.task.text} - known
