@@ -6,9 +6,14 @@ Exit codes: 0 success, 2 usage error (one line on stderr naming what is wrong, n
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 import harness
 
@@ -17,17 +22,67 @@ class UsageError(Exception):
     """A mistake in the command line; reported as one line, exit code 2."""
 
 
+def _print_listing(rows: list[tuple[str, str]]) -> None:
+    width = max(len(name) for name, _ in rows)
+    for name, line in rows:
+        print(f"{name:<{width}}  {line}")
+
+
+def _first_line(obj: object) -> str:
+    doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
+    return doc[0] if doc else ""
+
+
 def _list(args: argparse.Namespace) -> int:
     if args.what == "strategies":
         import strategies
 
-        width = max(len(n) for n in strategies.names())
-        for name in strategies.names():
-            cls = strategies.get(name)
-            doc = (cls.__doc__ or "").strip().splitlines()
-            print(f"{name:<{width}}  {doc[0] if doc else ''}")
+        _print_listing([(n, _first_line(strategies.get(n))) for n in strategies.names()])
         return 0
-    raise UsageError(f"ctxbench list: '{args.what}' is not available yet (available: strategies)")
+    if args.what == "scenarios":
+        import scenarios
+
+        _print_listing([(n, _first_line(scenarios.get(n))) for n in scenarios.names()])
+        return 0
+    raise UsageError(f"ctxbench list: '{args.what}' is not available yet (available: strategies, scenarios)")
+
+
+def _parse_params(pairs: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are read as JSON when they parse (numbers, booleans, objects)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param: expected KEY=VALUE, got {pair!r}")
+        try:
+            params[key] = json.loads(raw)
+        except ValueError:
+            params[key] = raw
+    return params
+
+
+def _validation_line(e: ValidationError) -> str:
+    first = e.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "params"
+    return f"{field}: {first['msg']}"
+
+
+def _scenario_show(args: argparse.Namespace) -> int:
+    import scenarios
+    from scenarios.base import script_summary
+
+    params = _parse_params(args.param)
+    try:
+        script = scenarios.generate(args.name, args.seed, **params)
+    except KeyError as e:
+        raise UsageError(str(e.args[0])) from None
+    except ValidationError as e:
+        raise UsageError(f"scenario {args.name}: {_validation_line(e)}") from None
+    if args.summary:
+        _print_listing([(k, str(v)) for k, v in script_summary(script).items()])
+    else:
+        print(script.model_dump_json(indent=2))
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -72,7 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", help="directory for sessions.csv and the summary table (default: print only)")
     demo.set_defaults(func=_demo)
 
-    lister = sub.add_parser("list", help="list registered strategies")
+    scenario = sub.add_parser("scenario", help="inspect generated session scripts")
+    scenario_sub = scenario.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", required=True)
+    show = scenario_sub.add_parser("show", help="print a generated script as JSON")
+    show.add_argument("name")
+    show.add_argument("--seed", type=int, default=0)
+    show.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                      help="a generator parameter, e.g. --param turns=40 (repeatable)")
+    show.add_argument("--summary", action="store_true", help="print a short table instead of the JSON")
+    show.set_defaults(func=_scenario_show)
+
+    lister = sub.add_parser("list", help="list registered strategies or scenarios")
     lister.add_argument("what", choices=["strategies", "scenarios", "models"])
     lister.set_defaults(func=_list)
     return parser
@@ -89,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"ctxbench: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as other command-line tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

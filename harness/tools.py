@@ -362,7 +362,7 @@ def validate_call(tool: str, raw_input: Mapping[str, Any] | str) -> ToolArgs | C
     if isinstance(raw_input, str):
         try:
             parsed = json.loads(raw_input)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             return ContractError("input", f"invalid JSON: {e.msg} at char {e.pos}", "a JSON object of arguments")
         if not isinstance(parsed, dict):
             return ContractError("input", "arguments must be a JSON object", "a JSON object of arguments")

@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
+from harness.tokens import default_tokenizer
+
 ENTRY_POINT_GROUP = "ctxbench.scenarios"
 NO_PLUGINS_ENV = "CTXBENCH_NO_PLUGINS"
 LITERAL_PREFIX = "lit:"
@@ -215,7 +217,7 @@ class ScenarioParams(_Model):
     """Parameters every family takes: session length and payload size."""
 
     #: Tool calls of the ideal session; None draws one from the default length mix (median ~60).
-    turns: StrictInt | None = Field(None, ge=8, le=1000)
+    turns: StrictInt | None = Field(None, ge=20, le=1000)
     #: Median payload size in bytes of ordinary tool outputs (lognormal).
     payload_median_bytes: StrictInt = Field(1500, ge=64, le=1_000_000)
     #: Lognormal sigma of payload sizes; 1.82 puts p95 near 30 KB at the default median.
@@ -288,3 +290,25 @@ def generate(name: str, seed: int, **params: Any) -> SessionScript:
     pydantic.ValidationError naming the field; an unknown name raises KeyError."""
     cls = get(name)
     return cls(cls.Params(**params)).generate(seed)
+
+
+def script_summary(script: SessionScript) -> dict[str, Any]:
+    """Size figures of a script: steps, facts, decoys, and payload bytes and real tokens."""
+    count = default_tokenizer().count
+    payloads = [s.payload for s in script.steps]
+    sizes = sorted(len(p.encode("utf-8")) for p in payloads)
+    return {
+        "scenario": script.scenario,
+        "seed": script.seed,
+        "steps": len(script.steps),
+        "tools": len({s.tool for s in script.steps}),
+        "faults": sum(1 for s in script.steps if s.fault is not None),
+        "facts": len(script.facts),
+        "decoys": sum(len(v) for v in script.decoys.values()),
+        "final_facts": len(script.final_facts),
+        "agents": len(script.agents or []) or 1,
+        "payload_bytes_total": sum(sizes),
+        "payload_bytes_median": sizes[len(sizes) // 2] if sizes else 0,
+        "payload_bytes_max": sizes[-1] if sizes else 0,
+        "payload_tokens_total": sum(count(p) for p in payloads),
+    }

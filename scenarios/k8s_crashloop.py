@@ -180,7 +180,7 @@ class K8sCrashloop(ScenarioFamily):
             while slots and slots[0] == i:
                 slots.pop(0)
                 explore(available)
-            b.step(tool, args, payload, produces, **extra)  # type: ignore[arg-type]
+            b.step(tool, args, payload, produces, **extra)
             available |= set(produces)
         task = (f"Alert {alert}: pods of deployment {deployment} in namespace {ns} are restarting in a loop. "
                 "Find the failing pod, find out why it crashes, fix it, and verify the fix. Report the pod, "

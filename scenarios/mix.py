@@ -1,0 +1,61 @@
+"""`mix`: one family per session, drawn with given weights (the default comparison's workload)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from scenarios.base import ScenarioFamily, ScenarioParams, SessionScript, get, names, register
+from scenarios.draws import Draws, derive_seed
+
+#: Families the default mix draws from, equally likely.
+DEFAULT_FAMILIES = ("alert_chain", "db_slow_query", "deploy_regression", "k8s_crashloop", "log_triage")
+
+
+class MixParams(ScenarioParams):
+    #: family name -> relative weight (>= 0, at least one > 0). Default: the five families equally.
+    weights: dict[str, float] = Field(
+        default_factory=lambda: dict.fromkeys(DEFAULT_FAMILIES, 1.0), validate_default=True
+    )
+    #: family name -> extra params for that family (beside the shared length and payload params).
+    family_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("weights")
+    @classmethod
+    def _valid_weights(cls, weights: dict[str, float]) -> dict[str, float]:
+        for name, weight in weights.items():
+            if name == "mix":
+                raise ValueError("a mix cannot contain itself")
+            if name not in names():
+                raise ValueError(f"unknown scenario {name!r}; known: {', '.join(names())}")
+            if not weight >= 0:
+                raise ValueError(f"weight of {name!r} must be >= 0, got {weight}")
+        if not any(w > 0 for w in weights.values()):
+            raise ValueError("at least one weight must be > 0")
+        return dict(sorted(weights.items()))
+
+    @model_validator(mode="after")
+    def _params_for_mixed_families(self) -> MixParams:
+        extra = set(self.family_params) - set(self.weights)
+        if extra:
+            raise ValueError(f"family_params for families not in weights: {sorted(extra)}")
+        return self
+
+
+@register("mix")
+class Mix(ScenarioFamily):
+    """A weighted mix of the families, one drawn per session (the default workload)."""
+
+    Params = MixParams
+    params: MixParams
+
+    def family_for(self, seed: int) -> str:
+        families = list(self.params.weights)
+        return Draws(derive_seed(seed, "mix")).weighted(families, [self.params.weights[f] for f in families])
+
+    def generate(self, seed: int) -> SessionScript:
+        family = self.family_for(seed)
+        cls = get(family)
+        shared = self.params.model_dump(exclude={"weights", "family_params"})
+        return cls(cls.Params(**shared, **self.params.family_params.get(family, {}))).generate(seed)
