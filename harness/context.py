@@ -36,14 +36,25 @@ class Window(list[Message]):
     any mutation, at O(changed messages) cost.
     """
 
-    __slots__ = ("fact_counts", "raw_tokens", "tokens")
+    __slots__ = ("_touched", "fact_counts", "raw_tokens", "tokens")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__()
         self.tokens = 0
         self.raw_tokens = 0
         self.fact_counts: Counter[str] = Counter()
+        self._touched: int | None = None
         self.extend(messages)
+
+    def _touch(self, index: int) -> None:
+        if self._touched is None or index < self._touched:
+            self._touched = index
+
+    def take_touched(self) -> int | None:
+        """The lowest index changed other than by appending since the last call, then reset.
+        Everything before it is the same objects as then (what prompt caching needs)."""
+        touched, self._touched = self._touched, None
+        return touched
 
     def _added(self, m: Message) -> None:
         if not isinstance(m, Message):
@@ -73,18 +84,26 @@ class Window(list[Message]):
 
     def insert(self, index: SupportsIndex, m: Message) -> None:
         self._added(m)
+        i = index.__index__()
+        at = max(0, len(self) + i) if i < 0 else min(i, len(self))
         super().insert(index, m)
+        self._touch(at)
 
     def pop(self, index: SupportsIndex = -1) -> Message:
+        at = range(len(self))[index]
         m = super().pop(index)
         self._removed(m)
+        self._touch(at)
         return m
 
     def remove(self, m: Message) -> None:
+        at = self.index(m)
         super().remove(m)
         self._removed(m)
+        self._touch(at)
 
     def clear(self) -> None:
+        self._touch(0)
         super().clear()
         self.tokens = 0
         self.raw_tokens = 0
@@ -101,29 +120,37 @@ class Window(list[Message]):
                 if not isinstance(m, Message):
                     raise TypeError(f"a window holds Message values, not {type(m).__name__}")
             old = super().__getitem__(index)
+            start = index.indices(len(self))[0]
             super().__setitem__(index, new)
             for m in old:
                 self._removed(m)
             for m in new:
                 self._added(m)
+            self._touch(start)
         else:
             if not isinstance(value, Message):
                 raise TypeError(f"a window holds Message values, not {type(value).__name__}")
             old_one = super().__getitem__(index)
+            at = range(len(self))[index]
             super().__setitem__(index, value)
             self._removed(old_one)
             self._added(value)
+            self._touch(at)
 
     def __delitem__(self, index: SupportsIndex | slice) -> None:
         if isinstance(index, slice):
             gone = super().__getitem__(index)
+            start = index.indices(len(self))[0]
             super().__delitem__(index)
             for m in gone:
                 self._removed(m)
+            self._touch(start)
         else:
             one = super().__getitem__(index)
+            at = range(len(self))[index]
             super().__delitem__(index)
             self._removed(one)
+            self._touch(at)
 
     def __iadd__(self, ms: Iterable[Message]) -> Window:  # type: ignore[override,misc]
         self.extend(ms)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias, cast, get_args
 
 from harness.stubs import parse_stub
@@ -95,26 +95,33 @@ def parse_error(content: str) -> ErrorInfo:
 
 
 class FactScanner:
-    """Finds which script facts occur verbatim in a text.
+    """Finds which script facts (and which decoys, the wrong values of the same shape that a
+    script plants as distractors) occur verbatim in a text.
 
     Fact values are distinctive strings that the generators guarantee never to be substrings of one
     another or of surrounding text (mock-model.md 1), so a containment test per value is exact. For
     the few dozen facts of a script it runs at C speed and beats a Python-level regex alternation.
     """
 
-    __slots__ = ("_items", "facts")
+    __slots__ = ("_decoys", "_items", "facts")
 
-    def __init__(self, facts: Mapping[str, str] | None = None) -> None:
+    def __init__(self, facts: Mapping[str, str] | None = None, decoys: Iterable[str] = ()) -> None:
         self.facts: dict[str, str] = dict(sorted((facts or {}).items()))
         for key, value in self.facts.items():
             if not value:
                 raise ValueError(f"fact {key!r} has an empty value")
         self._items = tuple(self.facts.items())
+        self._decoys = tuple(sorted(set(decoys)))
 
     def scan(self, text: str) -> frozenset[str]:
         if not self._items or not text:
             return _NO_KEYS
         return frozenset(key for key, value in self._items if value in text)
+
+    def scan_decoys(self, text: str) -> frozenset[str]:
+        if not self._decoys or not text:
+            return _NO_KEYS
+        return frozenset(value for value in self._decoys if value in text)
 
 
 _NO_KEYS: frozenset[str] = frozenset()
@@ -131,8 +138,10 @@ class TextMeter:
     scanner: FactScanner
 
     @classmethod
-    def for_facts(cls, facts: Mapping[str, str] | None = None, tokenizer: Tokenizer | None = None) -> TextMeter:
-        return cls(tokenizer or default_tokenizer(), FactScanner(facts))
+    def for_facts(
+        cls, facts: Mapping[str, str] | None = None, tokenizer: Tokenizer | None = None, decoys: Iterable[str] = ()
+    ) -> TextMeter:
+        return cls(tokenizer or default_tokenizer(), FactScanner(facts, decoys))
 
 
 _default_meter: TextMeter | None = None
@@ -181,6 +190,8 @@ class Message:
     error: ErrorInfo | None
     step_id: str | None
     meter: TextMeter = field(compare=False, repr=False)
+    #: Decoy values (planted wrong values) that occur in its text.
+    decoys: frozenset[str] = frozenset()
 
     @classmethod
     def build(
@@ -206,9 +217,11 @@ class Message:
         meter = meter or default_meter()
         count = meter.tokenizer.count
         scan = meter.scanner.scan
+        scan_decoys = meter.scanner.scan_decoys
 
         tokens = MESSAGE_OVERHEAD_TOKENS
         facts: set[str] = set()
+        decoys: set[str] = set()
         covers: set[str] = set()
         raw = 0
         error: ErrorInfo | None = None
@@ -217,6 +230,7 @@ class Message:
             n = count(text)
             tokens += n
             facts |= scan(text)
+            decoys |= scan_decoys(text)
             if isinstance(block, ToolResult):
                 stub = parse_stub(block.content)
                 if stub is not None:
@@ -238,6 +252,7 @@ class Message:
             error=error,
             step_id=step_id,
             meter=meter,
+            decoys=frozenset(decoys),
         )
 
     # Convenience constructors -------------------------------------------------------------------
@@ -297,21 +312,7 @@ def rebuild(message: Message, blocks: Iterable[Block], kind: Kind | None = None)
 
 def pin(message: Message) -> Message:
     """The same message flagged pinned (counts unchanged, nothing re-measured)."""
-    if message.pinned:
-        return message
-    return Message(
-        role=message.role,
-        blocks=message.blocks,
-        kind=message.kind,
-        pinned=True,
-        tokens=message.tokens,
-        facts=message.facts,
-        covers=message.covers,
-        raw_tokens=message.raw_tokens,
-        error=message.error,
-        step_id=message.step_id,
-        meter=message.meter,
-    )
+    return message if message.pinned else replace(message, pinned=True)
 
 
 def as_summary(reply: Message) -> Message:

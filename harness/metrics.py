@@ -1,0 +1,127 @@
+"""Per-call and per-session records: the rows of ``calls.parquet`` and ``sessions.parquet``
+(DESIGN.md, "sessions.parquet columns"). Plain frozen values, cheap to build on the hot path."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal[
+    "success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
+    "step_failed", "max_turns", "error",
+]
+OUTCOMES: tuple[str, ...] = (
+    "success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
+    "step_failed", "max_turns", "error",
+)
+CallKind = Literal["agent", "summary", "handoff"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One model call (an agent turn, a summary, or a hand-over)."""
+
+    scenario: str
+    session_index: int
+    strategy: str
+    agent: str
+    call_index: int
+    call_kind: CallKind
+    step_id: str
+    attempt: int
+    #: What the call produced: step | retrieve | refetch | shortcut | final | handoff | summary |
+    #: malformed | resend.
+    action: str
+    malformed_kind: str
+    input_tokens: int
+    cached_input_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    context_tokens: int
+    noise: float
+    model_s: float
+    clock_s: float
+    cost_usd: float
+    #: The decision trace: for each needed key, whether it was visible, x, p, u and the branch.
+    trace: str
+
+    def as_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One session replayed under one strategy."""
+
+    scenario: str
+    session_index: int
+    seed: int
+    strategy: str
+    outcome: Outcome
+    contracts: bool
+    errors: str
+    breaker: bool
+    family: str
+    agents: int
+    turns: int
+    model_calls: int
+    summary_calls: int
+    tool_calls: int
+    tool_syntax_errors: int
+    syntax_errors_reaching_tool: int
+    engineering_errors: int
+    retrieve_calls: int
+    refetches: int
+    wrong_values: int
+    unsafe_actions: int
+    nudges: int
+    loop_detected: bool
+    loop_rule: str
+    facts_lost: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    context_tokens_mean: float
+    context_tokens_peak: int
+    overflow_events: int
+    throttle_retries: int
+    latency_s: float
+    tool_s: float
+    backoff_s: float
+    cost_usd: float
+    summary_cost_usd: float
+    error: str = ""
+
+    def as_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Tally:
+    """Running counters of one session (all agents), turned into a SessionRecord at the end."""
+
+    turns: int = 0
+    model_calls: int = 0
+    summary_calls: int = 0
+    tool_calls: int = 0
+    tool_syntax_errors: int = 0
+    syntax_errors_reaching_tool: int = 0
+    engineering_errors: int = 0
+    retrieve_calls: int = 0
+    refetches: int = 0
+    wrong_values: int = 0
+    unsafe_actions: int = 0
+    nudges: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    agent_context_tokens_sum: int = 0
+    agent_calls: int = 0
+    context_tokens_peak: int = 0
+    overflow_events: int = 0
+    throttle_retries: int = 0
+    tool_s: float = 0.0
+    backoff_s: float = 0.0
+    cost_usd: float = 0.0
+    summary_cost_usd: float = 0.0
+    lost_keys: set[str] = field(default_factory=set)

@@ -1,0 +1,188 @@
+"""Model profiles: the calibrated parameters of the mock model (mock-model.md 9), with sources.
+
+Anchor classes (a judgment call): frontier ~ Claude Sonnet 4.5; mid ~ GPT-4o / GPT-4.1; small ~
+GPT-5 mini / flash class; stress-2023 ~ a GPT-3.5-era worst case. ``oracle`` is for tests: perfect
+recall, no malformed calls, an unlimited window. A user may define a profile in TOML with these
+field names (`load_profile`).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Probability = Field(ge=0, le=1)
+
+
+class Profile(BaseModel):
+    """One model's behaviour. Every field has a source or is marked (J) in mock-model.md 9."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    #: Context window in tokens.
+    window_tokens: int = Field(ge=1024)
+    #: Recall of a visible fact at short length (NoLiMa base scores: GPT-4o 99.3, GPT-4o-mini 84.9).
+    p_max: float = Probability
+    #: Length decay r(L) = 1 / (1 + (L / L_half)^k); fitted to Context Rot / NoLiMa.
+    L_half: float = Field(gt=0)
+    k: float = Field(gt=0)
+    #: Depth of the middle trough at 4K tokens (Lost in the Middle: GPT-3.5 middle/first 0.71).
+    D0: float = Field(ge=0, le=0.6)
+    #: Divide by the mean of the position factor so length fits (already averaged over depth)
+    #: do not count position twice.
+    position_mean_normalise: bool = True
+    #: Malformed-call base rate, and its growth with length (g_L) and raw-output share (g_N). (J)
+    p_malformed_base: float = Probability
+    g_L: float = Field(ge=0)
+    g_N: float = Field(ge=0)
+    p_fix: float = Probability
+    p_repeat_error: float = Probability
+    p_refetch: float = Probability
+    p_nudge_follow: float = Probability
+    p_shortcut: float = Probability
+    #: Best-case share of facts a summary keeps; times r(N_in). (J)
+    keep_max: float = Probability
+    max_summary_tokens: int = Field(ge=50)
+    thought_tokens: int = Field(ge=1)
+    #: Latency: base seconds, seconds per uncached / cached input token, decode tokens per second,
+    #: lognormal sigma (P95/P50 about 1.8 for Sonnet 4.5).
+    base_s: float = Field(ge=0)
+    b_uncached: float = Field(ge=0)
+    b_cached: float = Field(ge=0)
+    decode_tps: float = Field(gt=0)
+    sigma: float = Field(ge=0)
+    #: USD per million tokens.
+    price_in: float = Field(ge=0)
+    price_cache_read: float = Field(ge=0)
+    price_cache_write: float = Field(ge=0)
+    price_out: float = Field(ge=0)
+    #: Prompt caching: minimum cacheable prompt (None: caching off), TTL refreshed on hit, granularity.
+    cache_min_tokens: int | None = Field(default=1024, ge=1)
+    cache_ttl_s: float = Field(default=300.0, gt=0)
+    cache_granularity: int = Field(default=1, ge=1)
+    #: Throttling, off by default: a per-call probability, or limits over 60 s of session clock.
+    p_throttle: float = Field(default=0.0, ge=0, le=1)
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    #: Tokens held back for the reply when checking the window (4,096, J).
+    max_output_reserve: int = Field(default=4096, ge=0)
+    #: Extra input tokens of a summary call's prompt (500, J).
+    summarizer_prompt_tokens: int = Field(default=500, ge=0)
+    #: Turn limit per session (The Complexity Trap: 250) and attempts per step (12, J).
+    max_turns: int = Field(default=250, ge=1)
+    max_attempts_per_step: int = Field(default=12, ge=1)
+
+    # The curves of mock-model.md 2.1 --------------------------------------------------------------
+    def length_factor(self, tokens: float) -> float:
+        """r(L)."""
+        if math.isinf(self.L_half):
+            return 1.0
+        return 1.0 / (1.0 + (max(tokens, 0.0) / self.L_half) ** self.k)
+
+    def trough_depth(self, tokens: float) -> float:
+        """D(L) = clamp(D0 + 0.05 * log2(L / 4096), 0, 0.6); 0 when D0 is 0 (no position effect)."""
+        if self.D0 == 0:
+            return 0.0
+        return min(0.6, max(0.0, self.D0 + 0.05 * math.log2(max(tokens, 1.0) / 4096)))
+
+    def p_recall(self, tokens: float, position: float) -> float:
+        """Probability of copying a visible fact's value, at prompt length L and relative position x."""
+        depth = self.trough_depth(tokens)
+        position_factor = 1.0 - depth * math.sin(math.pi * position) ** 2
+        norm = (1.0 - depth / 2) if self.position_mean_normalise else 1.0
+        return min(1.0, self.p_max * self.length_factor(tokens) * position_factor / norm)
+
+    def p_keep(self, tokens_in: float) -> float:
+        """Probability a summary keeps a visible fact: keep_max * r_sum(N_in) (mock-model.md 4)."""
+        return self.keep_max * self.length_factor(tokens_in)
+
+    def p_malformed(self, tokens: float, noise: float) -> float:
+        growth = 1.0 + self.g_L * math.log2(max(tokens, 4096.0) / 4096.0)
+        return min(0.5, self.p_malformed_base * growth * (1.0 + self.g_N * noise))
+
+    def model_seconds(self, uncached: int, cached: int, output: int, tokens: int, z: float) -> float:
+        decode = (output / self.decode_tps) * (1.0 + 0.15 * tokens / 100_000)
+        return (self.base_s + self.b_uncached * uncached + self.b_cached * cached + decode) * math.exp(self.sigma * z)
+
+    def cost_usd(self, uncached: int, cached: int, written: int, output: int) -> float:
+        return (
+            (uncached - written) * self.price_in
+            + written * self.price_cache_write
+            + cached * self.price_cache_read
+            + output * self.price_out
+        ) / 1e6
+
+
+_BUILTIN: dict[str, dict[str, Any]] = {
+    "frontier": dict(
+        window_tokens=200_000, p_max=0.995, L_half=280_000, k=1.0, D0=0.10,
+        p_malformed_base=0.005, g_L=0.15, g_N=1.0, p_fix=0.95, p_repeat_error=0.15, p_refetch=0.90,
+        p_nudge_follow=0.60, p_shortcut=0.05, keep_max=0.97, max_summary_tokens=1500, thought_tokens=120,
+        base_s=0.8, b_uncached=1.0e-4, b_cached=1.5e-5, decode_tps=70, sigma=0.35,
+        price_in=3.00, price_cache_read=0.30, price_cache_write=3.75, price_out=15.00,
+        cache_min_tokens=1024, cache_ttl_s=300, cache_granularity=1,
+    ),
+    "mid": dict(
+        window_tokens=128_000, p_max=0.99, L_half=71_000, k=1.05, D0=0.15,
+        p_malformed_base=0.01, g_L=0.2, g_N=1.0, p_fix=0.90, p_repeat_error=0.20, p_refetch=0.80,
+        p_nudge_follow=0.50, p_shortcut=0.10, keep_max=0.95, max_summary_tokens=1500, thought_tokens=120,
+        base_s=0.45, b_uncached=6e-5, b_cached=1e-5, decode_tps=130, sigma=0.35,
+        price_in=2.00, price_cache_read=0.50, price_cache_write=2.00, price_out=8.00,
+        cache_min_tokens=1024, cache_ttl_s=300, cache_granularity=128,
+    ),
+    "small": dict(
+        window_tokens=128_000, p_max=0.97, L_half=24_000, k=1.0, D0=0.20,
+        p_malformed_base=0.05, g_L=0.3, g_N=1.0, p_fix=0.80, p_repeat_error=0.30, p_refetch=0.60,
+        p_nudge_follow=0.30, p_shortcut=0.20, keep_max=0.90, max_summary_tokens=1000, thought_tokens=80,
+        base_s=0.4, b_uncached=4e-5, b_cached=6e-6, decode_tps=180, sigma=0.35,
+        price_in=0.25, price_cache_read=0.025, price_cache_write=0.25, price_out=2.00,
+        cache_min_tokens=1024, cache_ttl_s=300, cache_granularity=128,
+    ),
+    "stress-2023": dict(
+        window_tokens=16_384, p_max=0.95, L_half=17_000, k=1.0, D0=0.29,
+        p_malformed_base=0.08, g_L=0.3, g_N=1.0, p_fix=0.70, p_repeat_error=0.40, p_refetch=0.50,
+        p_nudge_follow=0.20, p_shortcut=0.30, keep_max=0.85, max_summary_tokens=800, thought_tokens=80,
+        base_s=1.0, b_uncached=1.0e-4, b_cached=1.0e-4, decode_tps=50, sigma=0.5,
+        price_in=0.15, price_cache_read=0.075, price_cache_write=0.15, price_out=0.60,
+        cache_min_tokens=None,
+    ),
+    # Test-only control: perfect recall, no decay, no trough, no malformed calls, unlimited window.
+    "oracle": dict(
+        window_tokens=10**9, p_max=1.0, L_half=math.inf, k=1.0, D0=0.0,
+        p_malformed_base=0.0, g_L=0.0, g_N=0.0, p_fix=1.0, p_repeat_error=0.0, p_refetch=1.0,
+        p_nudge_follow=1.0, p_shortcut=0.0, keep_max=1.0, max_summary_tokens=1500, thought_tokens=120,
+        base_s=0.8, b_uncached=1.0e-4, b_cached=1.5e-5, decode_tps=70, sigma=0.35,
+        price_in=3.00, price_cache_read=0.30, price_cache_write=3.75, price_out=15.00,
+    ),
+}
+
+PROFILE_NAMES = tuple(_BUILTIN)
+
+
+def profile(name: str, **overrides: Any) -> Profile:
+    """A built-in profile, optionally with some fields changed."""
+    try:
+        fields = _BUILTIN[name]
+    except KeyError:
+        raise KeyError(f"unknown model profile {name!r}; known: {', '.join(PROFILE_NAMES)}") from None
+    return Profile(name=name, **(fields | overrides))
+
+
+def load_profile(source: str | Path) -> Profile:
+    """A built-in profile by name, or a TOML file: either every field, or ``base = "<name>"`` plus
+    the fields to change."""
+    if isinstance(source, str) and source in _BUILTIN:
+        return profile(source)
+    path = Path(source)
+    with path.open("rb") as f:
+        data = tomllib.load(f)
+    base = data.pop("base", None)
+    data.setdefault("name", path.stem)
+    if base is not None:
+        return profile(str(base), **data)
+    return Profile(**data)
