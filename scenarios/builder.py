@@ -21,8 +21,9 @@ from scenarios.base import (
 )
 from scenarios.draws import BASE32, Draws, derive_seed
 
-#: Default session length mix (J): lognormal, median 60 tool calls, clipped to [20, 250].
-TURNS_MEDIAN, TURNS_SIGMA, TURNS_MIN, TURNS_MAX = 60, 0.55, 20, 250
+#: Default session length mix (J): lognormal, median 60 tool calls, clipped to [20, 200] so that an
+#: ideal agent finishes within the 250-turn limit even with a few faults.
+TURNS_MEDIAN, TURNS_SIGMA, TURNS_MIN, TURNS_MAX = 60, 0.55, 20, 200
 #: Tool latency spread around each tool's median (mock-model.md 6.1: sigma 0.5).
 TOOL_LATENCY_SIGMA = 0.5
 

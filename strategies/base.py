@@ -80,6 +80,11 @@ class ContextStrategy(ABC):
     def reduce(self, ctx: Context, overflow: BaseException | None = None) -> None:
         """Lower ``ctx.tokens`` strictly, or raise CannotReduce leaving ctx unchanged (R2)."""
 
+    def runtime_defaults(self) -> dict[str, object]:
+        """This strategy's defaults for the runtime switches (mock-model.md 3.2): contracts off,
+        plain errors, breaker off. A run config may override each per strategy entry."""
+        return {"contracts": False, "errors": "plain", "breaker": False, "token_budget": None}
+
     def describe(self) -> str:
         """One line for listings: the first line of the class docstring."""
         doc = (type(self).__doc__ or "").strip()

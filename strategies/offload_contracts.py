@@ -117,6 +117,11 @@ class OffloadContracts(ContextStrategy):
         self._store(ctx, payloads)
         commit(ctx, new)
 
+    def runtime_defaults(self) -> dict[str, object]:
+        """Typed contracts, three-class errors and the breaker come with offloading by default."""
+        return {"contracts": self.params.contracts, "errors": "three_class", "breaker": True,
+                "token_budget": self.params.token_budget}
+
     def retrieve(
         self, ctx: Context, handle: str, offset: int = 0, length: int | None = None
     ) -> tuple[Literal["success", "error"], str]:
