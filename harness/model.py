@@ -53,6 +53,8 @@ def concrete_args(step: Step, values: Mapping[str, str]) -> dict[str, Any]:
     for arg, template in step.args.items():
         if template.startswith(LITERAL_PREFIX):
             out[arg] = literal_value(template, step.arg_types.get(arg, "string"))
+        elif step.arg_types.get(arg) == "array":
+            out[arg] = [values[template]]  # a fact names one item of a list argument (e.g. one column)
         else:
             out[arg] = values[template]
     return out

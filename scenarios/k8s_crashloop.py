@@ -90,12 +90,16 @@ class K8sCrashloop(ScenarioFamily):
         ])
         core.append(("kubectl_describe", {"kind": lit("pod"), "name": "bad_pod", "namespace": "namespace"},
                      describe, ["node", "container"], {}))
+        old_incident = log_line(d, clock, deployment, level="WARN",
+                                message=f"recovered from earlier failure {b.decoys['error_code'][0]} after restart")
         needle = [
             stack_trace(d, "java.lang.OutOfMemoryError", f"Java heap space [{error_code}]", frames=d.integer(8, 20)),
             log_line(d, clock, deployment, level="ERROR", message=f"worker {container} aborting after {error_code}"),
         ]
         logs = insert_at_depth(
             fill_lines(lambda: log_line(d, clock, deployment), b.payload_bytes(4.0)), needle, d, 0.55, 0.95)
+        # A near-duplicate error code from an earlier incident, higher up in the same dump.
+        logs = insert_at_depth(logs, [old_incident], d, 0.05, 0.45)
         logs_fault = None
         if d.chance(0.3):
             fallback = b.make_step(
