@@ -152,6 +152,8 @@ def concrete_args(script: SessionScript, step: Step) -> dict[str, Any]:
     for arg, ref in step.args.items():
         if ref.startswith(LITERAL_PREFIX):
             out[arg] = literal_value(ref[len(LITERAL_PREFIX):], step.arg_types[arg])
+        elif step.arg_types[arg] == "array":
+            out[arg] = [script.facts[ref].value]  # a fact names one item of a list argument
         else:
             out[arg] = script.facts[ref].value
     return out
