@@ -29,7 +29,7 @@ test: lint typecheck
 	$(BIN)/python -m pytest
 
 bench: setup
-	$(BIN)/ctxbench demo --out runs/demo
+	$(BIN)/ctxbench bench --out runs/bench
 
 # Speed benchmarks (pytest-benchmark), timed for real rather than run once as tests.
 benchmarks: setup

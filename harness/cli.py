@@ -85,27 +85,30 @@ def _scenario_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
+def _bench(args: argparse.Namespace) -> int:
+    import scenarios
     import strategies
-    from harness.demo import run_demo, summary_table, write_demo
+    from harness.comparison import run_comparison, summary_table, write_comparison
+    from harness.profiles import PROFILE_NAMES
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()] if args.strategies else None
     known = strategies.names()
     for name in names or []:
         if name not in known:
             raise UsageError(f"--strategies: unknown strategy {name!r} (known: {', '.join(known)})")
-    for flag, value, low in (("--sessions", args.sessions, 1), ("--turns", args.turns, 1),
-                             ("--window-tokens", args.window_tokens, 1024)):
-        if value < low:
-            raise UsageError(f"{flag}: must be >= {low}, got {value}")
-    rows = run_demo(sessions=args.sessions, turns=args.turns, seed=args.seed,
-                    window_tokens=args.window_tokens, names=names)
-    print(f"ctxbench demo: {args.sessions} generated sessions x {args.turns} turns, "
-          f"window {args.window_tokens} tokens, seed {args.seed}")
+    if args.scenario not in scenarios.names():
+        raise UsageError(f"--scenario: unknown scenario {args.scenario!r} (known: {', '.join(scenarios.names())})")
+    if args.model not in PROFILE_NAMES:
+        raise UsageError(f"--model: unknown profile {args.model!r} (known: {', '.join(PROFILE_NAMES)})")
+    if args.sessions < 1:
+        raise UsageError(f"--sessions: must be >= 1, got {args.sessions}")
+    rows = run_comparison(sessions=args.sessions, seed=args.seed, scenario=args.scenario, profile=args.model,
+                          names=names)
+    print(f"ctxbench bench: {args.sessions} {args.scenario} sessions, profile {args.model}, seed {args.seed}")
     print(summary_table(rows).to_string())
     if args.out:
         try:
-            written = write_demo(rows, Path(args.out))
+            written = write_comparison(rows, Path(args.out))
         except OSError as e:
             raise UsageError(f"--out: cannot write to {args.out}: {e.strerror or e}") from e
         for path in written:
@@ -118,14 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ctxbench {harness.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="replay generated histories under every strategy (token use only)")
-    demo.add_argument("--sessions", type=int, default=20)
-    demo.add_argument("--turns", type=int, default=60)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--window-tokens", type=int, default=128_000)
-    demo.add_argument("--strategies", help="comma-separated names (default: all)")
-    demo.add_argument("--out", help="directory for sessions.csv and the summary table (default: print only)")
-    demo.set_defaults(func=_demo)
+    bench = sub.add_parser("bench", help="replay generated sessions under every strategy, serially, and "
+                                         "print the summary table")
+    bench.add_argument("--sessions", type=int, default=100)
+    bench.add_argument("--scenario", default="mix")
+    bench.add_argument("--model", default="frontier", help="model profile (default: frontier)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--strategies", help="comma-separated names (default: all)")
+    bench.add_argument("--out", help="directory for sessions.csv and the summary table (default: print only)")
+    bench.set_defaults(func=_bench)
 
     scenario = sub.add_parser("scenario", help="inspect generated session scripts")
     scenario_sub = scenario.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", required=True)

@@ -12,25 +12,57 @@ import time
 
 import pytest
 
+import scenarios
 import strategies
-from harness.demo import DEMO_PIPELINE, generate_history, replay_history
-from harness.messages import Message
+from harness.comparison import DEFAULT_PIPELINE
+from harness.context import Context
+from harness.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from harness.tokens import TiktokenTokenizer
+from strategies.base import CannotReduce, ContextStrategy
 
 SHORT, LONG = 250, 500
 #: Large enough that no strategy overflows, so both lengths replay every turn.
 WINDOW = 10_000_000
 
 
+def script_history(turns: int) -> list[Message]:
+    """A scripted session as the ideal agent's history: the task, then (call, result) per step."""
+    script = scenarios.generate("k8s_crashloop", 7, turns=turns)
+    meter = TextMeter.for_facts(script.fact_values())
+    history = [Message.build("user", [Text(script.task.text)], kind="task", meter=meter)]
+    for i, step in enumerate(script.steps):
+        history.append(Message.build("assistant", [Text(f"Step {step.id}"), ToolUse(f"t{i}", step.tool, {})],
+                                     step_id=step.id, meter=meter))
+        history.append(Message.build("user", [ToolResult(f"t{i}", "success", step.payload)], step_id=step.id,
+                                     meter=meter))
+    return history
+
+
+def feed(history: list[Message], strategy: ContextStrategy) -> Context:
+    """The runtime's hook order without the model: before_call, reduce on overflow, append, apply."""
+    ctx = Context(window_tokens=WINDOW, summarizer=lambda ms: Message.assistant(f"SUMMARY of {len(ms)} messages"))
+    ctx.messages.append(strategy.on_append(ctx, history[0]))
+    for i in range(1, len(history), 2):
+        strategy.before_call(ctx)
+        if ctx.tokens > WINDOW:
+            try:
+                strategy.reduce(ctx, OverflowError(ctx.tokens))
+            except CannotReduce:
+                break
+        ctx.messages.append(strategy.on_append(ctx, history[i]))
+        ctx.messages.append(strategy.on_append(ctx, history[i + 1]))
+        strategy.apply(ctx)
+    return ctx
+
+
 @pytest.fixture(scope="module")
 def histories() -> dict[int, list[Message]]:
     # Built (and tokenized) once: the benchmark measures the strategies, not the tokenizer.
-    return {n: generate_history(seed=7, session=0, turns=n) for n in (SHORT, LONG)}
+    return {n: script_history(n) for n in (SHORT, LONG)}
 
 
 def _replay(name: str, history: list[Message]) -> None:
-    params = DEMO_PIPELINE if name == "pipeline" else {}
-    replay_history(history, strategies.create(name, **params), WINDOW, session=0)
+    feed(history, strategies.create(name, **(DEFAULT_PIPELINE if name == "pipeline" else {})))
 
 
 def _best_of(repeats: int, name: str, history: list[Message]) -> float:
