@@ -289,24 +289,18 @@ class Replay:
         s, a = pointer.step_id, pointer.attempt
         t = self.tally
         raw = call.args.get(RAW_KEY)
-        if self.switches.contracts:
-            checked = validate_call(call.tool, raw if isinstance(raw, str) else call.args)
-            if isinstance(checked, ContractError):
+        checked = validate_call(call.tool, raw if isinstance(raw, str) else call.args)
+        if isinstance(checked, ContractError):
+            # A malformed call: freshly drawn, or a verbatim resend of one.
+            t.tool_syntax_errors += 1
+            if self.switches.contracts:
                 self.clock += VALIDATION_S
                 t.tool_s += VALIDATION_S
                 return self._contract_failure(agent, checked)
-        elif decision.malformed:
             t.syntax_errors_reaching_tool += 1
             self.clock += HTTP_404_S
             t.tool_s += HTTP_404_S
-            if decision.malformed == "missing_field":
-                missing = next((r for r in sorted(CATALOGUE[call.tool].model_fields) if r not in call.args and
-                                CATALOGUE[call.tool].model_fields[r].is_required()), "input")
-                return "error", f"Error: KeyError '{missing}'", False
-            if decision.malformed == "wrong_type":
-                bad = next((v for v in call.args.values() if v in ("fifty", "yes", "all of them")), "fifty")
-                return "error", f"Error: invalid literal for int() with base 10: '{bad}'", False
-            return "error", "Error: could not parse tool arguments as JSON", False
+            return "error", self._crash_text(call, checked), False
         agent.contract_failures = 0
         spec = CATALOGUE.get(call.tool)
         if spec is not None and spec.dangerous:
@@ -344,6 +338,16 @@ class Replay:
         finally:
             self.clock += seconds
             t.tool_s += seconds
+
+    @staticmethod
+    def _crash_text(call: ToolCall, error: ContractError) -> str:
+        """What a tool without contracts prints when a malformed call reaches it: plain text."""
+        if error.field == "input":
+            return "Error: could not parse tool arguments as JSON"
+        if error.problem == "Field required":
+            return f"Error: KeyError '{error.field}'"
+        value = call.args.get(error.field.split(".")[0])
+        return f"Error: invalid value {value!r} for '{error.field}'"
 
     def _matches(self, step: Step, args: dict[str, Any]) -> bool:
         return args == concrete_args(step, self.model.truth)
@@ -473,12 +477,11 @@ class Replay:
                    decision.call.purpose if decision.call else decision.kind, decision.malformed,
                    decision.trace, noise)
         self._append(agent, reply)
-        if decision.malformed:
-            t.tool_syntax_errors += 1
         if decision.kind == "final":
             self._log(agent, Event.message("agent", decision.text))
             return "final"
         if decision.kind == "text":
+            t.tool_syntax_errors += 1  # prose instead of a call (BFCL's decoder_failed)
             self._log(agent, Event.message("agent", decision.text))
             if self.switches.contracts:
                 status, text, _ = self._contract_failure(
