@@ -8,17 +8,14 @@ property that `harness.messages.FactScanner` checks.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from importlib.metadata import entry_points
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
+from harness.registry import Registry
 from harness.tokens import default_tokenizer
 
 ENTRY_POINT_GROUP = "ctxbench.scenarios"
-NO_PLUGINS_ENV = "CTXBENCH_NO_PLUGINS"
 LITERAL_PREFIX = "lit:"
 #: Tokens of the system prompt and tool schemas, a fixed prefix of every prompt (mock-model.md 1.1).
 DEFAULT_SYSTEM_PROMPT_TOKENS = 2000
@@ -244,45 +241,12 @@ class ScenarioFamily:
         return doc.splitlines()[0] if doc else ""
 
 
-_REGISTRY: dict[str, type[ScenarioFamily]] = {}
-_plugins_loaded = False
-F = TypeVar("F", bound=type[ScenarioFamily])
-
-
-def register(name: str) -> Callable[[F], F]:
-    def decorate(cls: F) -> F:
-        if name in _REGISTRY:
-            raise ValueError(f"scenario {name!r} is already registered")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    if os.environ.get(NO_PLUGINS_ENV):
-        return
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in _REGISTRY:
-            ep.load()
-
-
-def get(name: str) -> type[ScenarioFamily]:
-    _load_plugins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(names())}") from None
-
-
-def names() -> list[str]:
-    _load_plugins()
-    return sorted(_REGISTRY)
+_REGISTRY: Registry[type[ScenarioFamily]] = Registry("scenario", ENTRY_POINT_GROUP)
+#: Class decorator: register a scenario family under a name (twice is an error).
+register = _REGISTRY.register
+#: The family registered under a name; KeyError listing the known names otherwise.
+get = _REGISTRY.get
+names = _REGISTRY.names
 
 
 def generate(name: str, seed: int, **params: Any) -> SessionScript:

@@ -10,7 +10,7 @@ from typing import Any
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
 from scenarios.builder import ScriptBuilder, lit
 from scenarios.draws import BASE32, Draws
-from scenarios.text import Clock, fill_lines, metric_series, psql_table
+from scenarios.text import Clock, fill_lines, fit, metric_series, psql_table
 
 SERVICES = ("checkout", "orders", "billing", "inventory", "accounts", "shipping", "catalog", "ledger")
 #: Base words of the culprit table and of decoy tables (the values carry a 4-char suffix).
@@ -117,14 +117,6 @@ def filler_query(d: Draws) -> str:
         f"SELECT count(*) FROM {table} WHERE {col} IS NOT NULL",
     ))
     return text[:QUERY_TEXT_CHARS]
-
-
-def fit(text: str, limit: int) -> str:
-    """``text`` cut at a line end to at most ``limit`` characters (for filler-only outputs)."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit)
-    return text[:cut] if cut > 0 else text[:limit]
 
 
 @register("db_slow_query")

@@ -23,6 +23,7 @@ from scenarios.text import (
     MESSAGES,
     ROUTES,
     Clock,
+    fit,
     json_body,
     json_log_line,
     log_line,
@@ -97,14 +98,6 @@ def build_dump(make_line: Callable[[], tuple[str, str]], n_bytes: int, groups: S
         lines[at:at] = needles
         stamps[at:at] = [stamp] * len(needles)
     return "\n".join(lines)
-
-
-def fit(text: str, limit: int) -> str:
-    """``text`` cut at a line end to at most ``limit`` characters (for filler-only outputs)."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit)
-    return text[:cut] if cut > 0 else text[:limit]
 
 
 @register("log_triage")

@@ -147,3 +147,11 @@ def metric_series(draws: Draws, clock: Clock, name: str, labels: str, points: in
         value = max(0.0, level * (1 + 0.08 * draws.normal()))
         lines.append(f"  {clock.tick(60_000)}  {value:.4f}")
     return "\n".join(lines)
+
+
+def fit(text: str, limit: int) -> str:
+    """``text`` cut at a line end to at most ``limit`` characters (for filler-only outputs)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    return text[:cut] if cut > 0 else text[:limit]

@@ -7,20 +7,17 @@ session gets a fresh instance from `create`, so instances may keep per-session s
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
+from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from harness.context import Context
 from harness.messages import Message, nonsummary
+from harness.registry import Registry
 
 ENTRY_POINT_GROUP = "ctxbench.strategies"
-#: Set to any non-empty value to skip loading third-party strategies from entry points.
-NO_PLUGINS_ENV = "CTXBENCH_NO_PLUGINS"
 
 
 class CannotReduce(Exception):
@@ -100,49 +97,12 @@ def commit(ctx: Context, new: Sequence[Message]) -> None:
 
 # Registry ---------------------------------------------------------------------------------------
 
-_REGISTRY: dict[str, type[ContextStrategy]] = {}
-_plugins_loaded = False
-
-S = TypeVar("S", bound=type[ContextStrategy])
-
-
-def register(name: str) -> Callable[[S], S]:
-    """Class decorator: register a strategy under ``name`` (a name registered twice is an error)."""
-
-    def decorate(cls: S) -> S:
-        if name in _REGISTRY:
-            raise ValueError(f"strategy {name!r} is already registered")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    if os.environ.get(NO_PLUGINS_ENV):
-        return
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in _REGISTRY:
-            ep.load()  # importing the module runs its @register
-
-
-def get(name: str) -> type[ContextStrategy]:
-    """The class registered under ``name``; KeyError listing the known names otherwise."""
-    _load_plugins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown strategy {name!r}; known: {', '.join(names())}") from None
-
-
-def names() -> list[str]:
-    _load_plugins()
-    return sorted(_REGISTRY)
+_REGISTRY: Registry[type[ContextStrategy]] = Registry("strategy", ENTRY_POINT_GROUP)
+#: Class decorator: register a strategy under a name (a name registered twice is an error).
+register = _REGISTRY.register
+#: The class registered under a name; KeyError listing the known names otherwise.
+get = _REGISTRY.get
+names = _REGISTRY.names
 
 
 def create(name: str, /, **params: Any) -> ContextStrategy:

@@ -55,7 +55,7 @@ def test_bad_params_raise_validation_error_naming_the_field(params: dict[str, ob
 
 def test_register_twice_raises_value_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # A private copy of the registry, so the classes registered here never leak into names().
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    monkeypatch.setattr(base._REGISTRY, "_classes", dict(base._REGISTRY._classes))
 
     class First(ScenarioFamily):
         pass
@@ -69,7 +69,7 @@ def test_register_twice_raises_value_error(monkeypatch: pytest.MonkeyPatch) -> N
         base.register("registry_test_family")(Second)
     with pytest.raises(ValueError, match="already registered"):
         base.register("k8s_crashloop")(Second)
-    assert base._REGISTRY["registry_test_family"] is First
+    assert base._REGISTRY._classes["registry_test_family"] is First
     assert Second.name == ""
 
 

@@ -81,7 +81,7 @@ def test_params_are_frozen() -> None:
 
 
 def test_register_name_twice_raises_value_error() -> None:
-    before = dict(base._REGISTRY)
+    before = dict(base._REGISTRY._classes)
 
     class Again(ContextStrategy):
         def reduce(self, ctx: Context, overflow: BaseException | None = None) -> None:
@@ -89,12 +89,12 @@ def test_register_name_twice_raises_value_error() -> None:
 
     with pytest.raises(ValueError, match="sliding_window"):
         register("sliding_window")(Again)
-    assert dict(base._REGISTRY) == before
+    assert dict(base._REGISTRY._classes) == before
     assert Again.name == ""
 
 
 def test_register_sets_name_and_create_uses_params(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    monkeypatch.setattr(base._REGISTRY, "_classes", dict(base._REGISTRY._classes))
 
     class MyParams(StrategyParams):
         level: int = 1
