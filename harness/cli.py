@@ -44,7 +44,15 @@ def _list(args: argparse.Namespace) -> int:
 
         _print_listing([(n, _first_line(scenarios.get(n))) for n in scenarios.names()])
         return 0
-    raise UsageError(f"ctxbench list: '{args.what}' is not available yet (available: strategies, scenarios)")
+    from harness.profiles import PROFILE_NAMES, profile
+
+    rows = []
+    for name in PROFILE_NAMES:
+        p = profile(name)
+        rows.append((name, f"window {p.window_tokens:,} tokens, recall half-length {p.L_half:,.0f}, "
+                           f"malformed base {p.p_malformed_base:g}, ${p.price_in:g}/${p.price_out:g} per M in/out"))
+    _print_listing(rows)
+    return 0
 
 
 def _parse_params(pairs: Sequence[str]) -> dict[str, Any]:
