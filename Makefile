@@ -29,7 +29,7 @@ test: lint typecheck
 	$(BIN)/python -m pytest
 
 bench: setup
-	$(BIN)/ctxbench bench --out runs/bench
+	$(BIN)/ctxbench run examples/default.toml --out runs/default
 
 # Speed benchmarks (pytest-benchmark), timed for real rather than run once as tests.
 benchmarks: setup

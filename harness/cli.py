@@ -93,35 +93,113 @@ def _scenario_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
-    import scenarios
-    import strategies
-    from harness.comparison import run_comparison, summary_table, write_comparison
-    from harness.profiles import PROFILE_NAMES
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    k, sep, n = text.partition("/")
+    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise UsageError(f"--shard: expected K/N with 1 <= K <= N, got {text!r}")
+    return int(k), int(n)
 
-    names = [n.strip() for n in args.strategies.split(",") if n.strip()] if args.strategies else None
-    known = strategies.names()
-    for name in names or []:
-        if name not in known:
-            raise UsageError(f"--strategies: unknown strategy {name!r} (known: {', '.join(known)})")
-    if args.scenario not in scenarios.names():
-        raise UsageError(f"--scenario: unknown scenario {args.scenario!r} (known: {', '.join(scenarios.names())})")
-    if args.model not in PROFILE_NAMES:
-        raise UsageError(f"--model: unknown profile {args.model!r} (known: {', '.join(PROFILE_NAMES)})")
-    if args.sessions < 1:
-        raise UsageError(f"--sessions: must be >= 1, got {args.sessions}")
-    rows = run_comparison(sessions=args.sessions, seed=args.seed, scenario=args.scenario, profile=args.model,
-                          names=names)
-    print(f"ctxbench bench: {args.sessions} {args.scenario} sessions, profile {args.model}, seed {args.seed}")
-    print(summary_table(rows).to_string())
-    if args.out:
-        try:
-            written = write_comparison(rows, Path(args.out))
-        except OSError as e:
-            raise UsageError(f"--out: cannot write to {args.out}: {e.strerror or e}") from e
-        for path in written:
-            print(f"wrote {path}", file=sys.stderr)
+
+def _names(text: str | None) -> list[str] | None:
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+def _load(args: argparse.Namespace) -> Any:
+    """The run config from the file (or the embedded default) with the flags applied."""
+    from harness.config import ConfigError, load_config
+
+    overrides: dict[str, Any] = {
+        "sessions": getattr(args, "sessions", None), "seed": getattr(args, "seed", None),
+        "model": getattr(args, "model", None), "jobs": getattr(args, "jobs", None),
+        "executor": getattr(args, "executor", None), "scheduler": getattr(args, "scheduler", None),
+    }
+    try:
+        config = load_config(args.config, **overrides)
+        wanted = _names(getattr(args, "strategies", None))
+        chosen_scenarios = _names(getattr(args, "scenarios", None))
+        if wanted or chosen_scenarios:
+            data = config.model_dump(mode="python")
+            if wanted:
+                entries = [e.model_dump(exclude_none=True) | e.params for e in config.strategy_entries()]
+                known = {e.get("label") or e["name"] for e in entries} | {e["name"] for e in entries}
+                unknown = [w for w in wanted if w not in known]
+                if unknown:
+                    raise UsageError(f"--strategies: unknown {unknown[0]!r} (known: {', '.join(sorted(known))})")
+                data["strategies"] = [e for e in entries if (e.get("label") or e["name"]) in wanted
+                                      or e["name"] in wanted]
+            if chosen_scenarios:
+                data["scenarios"] = [{"name": n} for n in chosen_scenarios]
+            config = load_config_from_data(args.config, data)
+        return config
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def load_config_from_data(path: str | None, data: dict[str, Any]) -> Any:
+    from harness.config import ConfigError, RunConfig, _first_error
+
+    try:
+        return RunConfig(**data)
+    except ValidationError as e:
+        raise ConfigError(f"{path or 'default config'}: {_first_error(e)}") from None
+
+
+def _print_summary(sessions: Any, as_json: bool) -> None:
+    from harness.summary import summary_records, summary_table
+
+    table = summary_table(sessions)
+    if as_json:
+        print(json.dumps(summary_records(table), indent=2))
+    else:
+        print(table.to_string())
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.runner import RunError, run
+
+    config = _load(args)
+    shard = _shard(args.shard)
+    stem = Path(args.config).stem if args.config else "default"
+    default_name = stem if shard is None else f"{stem}-shard{shard[0]}of{shard[1]}"
+    out = Path(args.out) if args.out else Path("runs") / default_name
+    try:
+        summary = run(config, out, resume=not args.no_resume, shard=shard, quiet=args.quiet)
+    except RunError as e:
+        raise UsageError(str(e)) from None
+    if not args.quiet and not args.json:
+        total = len(summary.sessions)
+        print(f"ctxbench run: {out} ({total} session rows, {summary.batches_run} batches run, "
+              f"{summary.batches_skipped} resumed; {summary.wall_s:.1f} s, "
+              f"{total / summary.wall_s if summary.wall_s > 0 else 0:.1f} session rows/s)")
+    _print_summary(summary.sessions, args.json)
+    if summary.errors:
+        print(f"ctxbench: {summary.errors} sessions failed with outcome 'error' (see the error column)",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    config = _load(args)
+    print(f"{args.config}: ok ({config.sessions} sessions, {len(config.strategy_entries())} strategies, "
+          f"config hash {config.config_hash()[:12]})")
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from harness.runner import RunError, merge
+
+    for d in args.runs:
+        if not Path(d).is_dir():
+            raise UsageError(f"merge: {d} is not a directory")
+    try:
+        summary = merge(Path(args.out_dir), [Path(d) for d in args.runs])
+    except RunError as e:
+        raise UsageError(str(e)) from None
+    _print_summary(summary.sessions, False)
+    return 1 if summary.errors else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,15 +207,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ctxbench {harness.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    bench = sub.add_parser("bench", help="replay generated sessions under every strategy, serially, and "
-                                         "print the summary table")
-    bench.add_argument("--sessions", type=int, default=100)
-    bench.add_argument("--scenario", default="mix")
-    bench.add_argument("--model", default="frontier", help="model profile (default: frontier)")
-    bench.add_argument("--seed", type=int, default=0)
-    bench.add_argument("--strategies", help="comma-separated names (default: all)")
-    bench.add_argument("--out", help="directory for sessions.csv and the summary table (default: print only)")
-    bench.set_defaults(func=_bench)
+    run = sub.add_parser("run", help="replay sessions under every strategy into a run directory")
+    run.add_argument("config", nargs="?", help="TOML config (default: the embedded examples/default.toml)")
+    run.add_argument("--sessions", type=int)
+    run.add_argument("--strategies", help="comma-separated names or labels from the config")
+    run.add_argument("--scenarios", help="comma-separated scenario names (replaces the config's)")
+    run.add_argument("--model", help="model profile name")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--jobs", type=int, help="worker processes (0 = one per CPU)")
+    run.add_argument("--executor", choices=["serial", "process", "dask"])
+    run.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://HOST:8786")
+    run.add_argument("--shard", help="run the deterministic slice K/N of the batches")
+    run.add_argument("--out", help="run directory (default: runs/<config name>)")
+    run.add_argument("--no-resume", action="store_true", help="refuse to reuse an existing run directory")
+    run.add_argument("--quiet", action="store_true", help="no progress bar, no header line")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    run.set_defaults(func=_run)
+
+    validate = sub.add_parser("validate", help="check a config (loading and wiring) without running it")
+    validate.add_argument("config")
+    validate.set_defaults(func=_validate)
+
+    merge = sub.add_parser("merge", help="join shard run directories into one run directory")
+    merge.add_argument("out_dir")
+    merge.add_argument("runs", nargs="+")
+    merge.set_defaults(func=_merge)
 
     scenario = sub.add_parser("scenario", help="inspect generated session scripts")
     scenario_sub = scenario.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", required=True)

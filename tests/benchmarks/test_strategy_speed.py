@@ -14,7 +14,7 @@ import pytest
 
 import scenarios
 import strategies
-from harness.comparison import DEFAULT_PIPELINE
+from harness.config import DEFAULT_PIPELINE
 from harness.context import Context
 from harness.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from harness.tokens import TiktokenTokenizer

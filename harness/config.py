@@ -1,0 +1,197 @@
+"""Run configuration: `RunConfig` (pydantic), loaded from TOML and overridden by flags, checked
+against the registries, with a stable hash that identifies a run directory's contents.
+
+Every user mistake becomes a `ConfigError` whose message is one line naming the file and line
+(bad TOML) or the field (an unknown strategy, a parameter out of range).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+import scenarios
+import strategies
+from harness.profiles import PROFILE_NAMES, Profile, profile
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "default.toml"
+SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget")
+#: `pipeline` has no defaults; runs with every strategy use the composition strategies.md 3.7 recommends.
+DEFAULT_PIPELINE: dict[str, Any] = {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window"}]}
+
+
+class ConfigError(Exception):
+    """A mistake in a run config or its overrides: one line, exit code 2."""
+
+
+class ScenarioEntry(BaseModel):
+    """One ``[[scenarios]]`` table: a family name, its weight among the run's scenarios, and any other
+    keys as that family's params."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    weight: float = Field(1.0, gt=0)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class StrategyEntry(BaseModel):
+    """One ``[[strategies]]`` table: a strategy name, an optional label (the same strategy may run
+    twice with different params), runtime switch overrides, and any other keys as its params."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    label: str | None = None
+    contracts: bool | None = None
+    errors: Literal["plain", "three_class"] | None = None
+    breaker: bool | None = None
+    token_budget: int | None = Field(None, ge=1)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
+
+    def switch_overrides(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in SWITCH_KEYS if getattr(self, k) is not None}
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sessions: int = Field(1000, ge=1, le=10_000_000)
+    seed: int = Field(0, ge=0)
+    #: A profile name, or a table of a profile's fields (``base = "<name>"`` plus changes allowed).
+    model: str | dict[str, Any] = "frontier"
+    executor: Literal["serial", "process", "dask"] = "process"
+    #: Worker processes; 0 = one per CPU.
+    jobs: int = Field(0, ge=0, le=1024)
+    #: Dask scheduler address (``tcp://HOST:PORT``); none starts a LocalCluster.
+    scheduler: str | None = None
+    #: Sessions per task: a worker builds a script once and replays it under every strategy.
+    batch_size: int = Field(8, ge=1, le=10_000)
+    scenarios: list[ScenarioEntry] = Field(default_factory=lambda: [ScenarioEntry(name="mix")], min_length=1)
+    #: Empty means every registered strategy with its defaults.
+    strategies: list[StrategyEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _wiring(self) -> RunConfig:
+        for i, entry in enumerate(self.scenarios):
+            if entry.name not in scenarios.names():
+                raise ValueError(f"scenarios[{i}].name: unknown scenario {entry.name!r} "
+                                 f"(known: {', '.join(scenarios.names())})")
+            cls = scenarios.get(entry.name)
+            try:
+                cls.Params(**entry.params)
+            except ValidationError as e:
+                raise ValueError(f"scenarios[{i}] ({entry.name}): {_first_error(e)}") from None
+        labels: set[str] = set()
+        for i, strategy in enumerate(self.strategies):
+            if strategy.name not in strategies.names():
+                raise ValueError(f"strategies[{i}].name: unknown strategy {strategy.name!r} "
+                                 f"(known: {', '.join(strategies.names())})")
+            try:
+                strategies.create(strategy.name, **strategy.params)
+            except ValidationError as e:
+                raise ValueError(f"strategies[{i}] ({strategy.name}): {_first_error(e)}") from None
+            if strategy.key in labels:
+                raise ValueError(f"strategies[{i}].label: {strategy.key!r} is used twice (give each entry a label)")
+            labels.add(strategy.key)
+        self.profile()  # raises ValueError naming the problem
+        return self
+
+    def profile(self) -> Profile:
+        if isinstance(self.model, str):
+            if self.model in PROFILE_NAMES:
+                return profile(self.model)
+            raise ValueError(f"model: unknown profile {self.model!r} (known: {', '.join(PROFILE_NAMES)}, "
+                             "or a [model] table)")
+        fields = dict(self.model)
+        base = fields.pop("base", None)
+        try:
+            if base is not None:
+                return profile(str(base), **fields)
+            return Profile(**fields)
+        except KeyError as e:
+            raise ValueError(f"model.base: {e.args[0]}") from None
+        except ValidationError as e:
+            raise ValueError(f"model: {_first_error(e)}") from None
+
+    def strategy_entries(self) -> list[StrategyEntry]:
+        """The strategies to run: the configured ones, or every registered one with its defaults."""
+        if self.strategies:
+            return list(self.strategies)
+        return [StrategyEntry(name=n, **_default_params(n)) for n in strategies.names()]
+
+    def resolved(self) -> dict[str, Any]:
+        """Every default filled in: what ``config.toml`` of a run directory holds and the hash covers."""
+        data = self.model_dump(mode="json", exclude={"strategies", "scenarios", "jobs", "executor", "scheduler"})
+        data["scenarios"] = [{"name": s.name, "weight": s.weight,
+                              **scenarios.get(s.name).Params(**s.params).model_dump(mode="json")}
+                             for s in self.scenarios]
+        data["strategies"] = [
+            {"name": e.name, "label": e.key,
+             **strategies.create(e.name, **e.params).params.model_dump(mode="json"),
+             **_switches_of(e)}
+            for e in self.strategy_entries()
+        ]
+        if isinstance(self.model, dict):
+            data["model"] = self.profile().model_dump(mode="json")
+        return data
+
+    def config_hash(self) -> str:
+        """sha256 of the resolved config; executor, jobs and scheduler are excluded because they
+        never change the results."""
+        text = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _switches_of(entry: StrategyEntry) -> dict[str, Any]:
+    from harness.runtime import Switches
+
+    instance = strategies.create(entry.name, **entry.params)
+    return Switches.for_strategy(instance, **entry.switch_overrides()).model_dump(mode="json")
+
+
+def _default_params(name: str) -> dict[str, Any]:
+    return dict(DEFAULT_PIPELINE) if name == "pipeline" else {}
+
+
+def _first_error(e: ValidationError) -> str:
+    first = e.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    ctx = first.get("ctx") or {}
+    bounds = ", ".join(f"{k} {v}" for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
+    return f"{loc}: {msg}" + (f" (allowed: {bounds})" if bounds and bounds not in msg else "") if loc else msg
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> RunConfig:
+    """Read a TOML config (the embedded default when None) and apply flag overrides (None = unset)."""
+    source = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        with source.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    for key, value in overrides.items():
+        if value is not None:
+            data[key] = value
+    try:
+        return RunConfig(**data)
+    except ValidationError as e:
+        raise ConfigError(f"{source}: {_first_error(e)}") from None
