@@ -115,8 +115,6 @@ class MockModel:
         self.seed = script.seed
         self.system_tokens = script.system_prompt_tokens if system_tokens is None else system_tokens
         self.truth = script.fact_values()
-        #: step id -> values banned by structured NOT_FOUND errors the model read.
-        self.banned: dict[str, set[str]] = {}
         self._skip_recall: set[str] = set()
         self._thoughts: dict[tuple[str, str], str] = {}
         self._count = (tokenizer or default_tokenizer()).count
@@ -180,8 +178,23 @@ class MockModel:
         return text
 
     # Resolving facts (mock-model.md 2.2) ---------------------------------------------------------------
+    def banned(self, ctx: Context, step_id: str) -> set[str]:
+        """Values named by a visible structured NOT_FOUND error for this step (mock-model.md 2.2):
+        the value its call sent for the ``bad_arg`` the error names."""
+        out: set[str] = set()
+        messages = ctx.messages
+        for i in range(1, len(messages)):
+            m = messages[i]
+            if m.step_id != step_id or m.error is None or not m.error.structured or not m.error.bad_arg:
+                continue
+            previous = messages[i - 1]
+            for b in previous.blocks:
+                if isinstance(b, ToolUse) and m.error.bad_arg in b.input:
+                    out.add(str(b.input[m.error.bad_arg]))
+        return out
+
     def _wrong_value(self, ctx: Context, step_id: str, key: str) -> str:
-        banned = self.banned.get(step_id, set())
+        banned = self.banned(ctx, step_id)
         decoys = sorted(
             {d for m in ctx.messages for d in m.decoys} & set(self.script.decoys.get(key, ())) - banned
         )
@@ -266,10 +279,7 @@ class MockModel:
                 resent = self._resend(ctx, s, "retry")
                 if resent is not None:
                     return resent
-            if info.bad_arg:
-                previous = self._last_action(ctx, s)
-                if previous is not None and info.bad_arg in previous.input:
-                    self.banned.setdefault(s, set()).add(str(previous.input[info.bad_arg]))
+            # A bad_arg error bans that value while it is visible (see `banned`): a fresh attempt.
             return self._fresh(ctx, pointer, branch="after_error")
         if info is not None:  # plain text error
             if self._nudge_visible(ctx, s) and self.u("nudge", s, a) < self.profile.p_nudge_follow:

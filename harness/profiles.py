@@ -164,13 +164,13 @@ _BUILTIN: dict[str, dict[str, Any]] = {
 PROFILE_NAMES = tuple(_BUILTIN)
 
 
-def profile(name: str, **overrides: Any) -> Profile:
-    """A built-in profile, optionally with some fields changed."""
+def profile(base: str, /, **overrides: Any) -> Profile:
+    """A built-in profile, optionally with some fields changed (``name`` included)."""
     try:
-        fields = _BUILTIN[name]
+        fields = _BUILTIN[base]
     except KeyError:
-        raise KeyError(f"unknown model profile {name!r}; known: {', '.join(PROFILE_NAMES)}") from None
-    return Profile(name=name, **(fields | overrides))
+        raise KeyError(f"unknown model profile {base!r}; known: {', '.join(PROFILE_NAMES)}") from None
+    return Profile(**({"name": base} | fields | overrides))
 
 
 def load_profile(source: str | Path) -> Profile:

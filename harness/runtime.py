@@ -128,7 +128,11 @@ class _Agent:
     valid_attempts: dict[str, int] = field(default_factory=dict)
 
 
-class SessionEnded(Exception):
+class SessionEnded(BaseException):
+    """Ends the session with an outcome. A BaseException on purpose: it may be raised inside a
+    strategy hook (a summary call that spends the token budget or is throttled out), and the
+    strategies' best-effort handlers, which catch Exception, must not swallow it."""
+
     def __init__(self, outcome: Outcome, rule: str = "") -> None:
         super().__init__(outcome)
         self.outcome = outcome
@@ -208,7 +212,7 @@ class Replay:
         if kind == "summary":
             t.summary_calls += 1
             t.summary_cost_usd += cost
-        else:
+        elif kind == "agent":
             t.agent_calls += 1
             t.agent_context_tokens_sum += prompt
             t.context_tokens_peak = max(t.context_tokens_peak, prompt)
@@ -234,10 +238,14 @@ class Replay:
                 raise ContextOverflow(tokens_in, p.window_tokens)
             self._summary_n += 1
             at_step = agent.pointer.step_id
-            self._throttle("summary", at_step, agent.pointer.attempt, tokens_in)
+            try:
+                self._throttle("summary", at_step, agent.pointer.attempt, tokens_in)
+            except Throttled:
+                raise SessionEnded("throttled") from None
             text, kept = self.model.summary_text(messages, at_step, self._summary_n, tokens_in)
             reply = Message.build("assistant", [Text(text)], meter=self.meter)
-            self._bill(agent, "summary", agent.summary_cache, messages, None, tokens_in, reply.tokens, at_step,
+            # touched=0: a summary prompt is a new list, so compare it message by message.
+            self._bill(agent, "summary", agent.summary_cache, messages, 0, tokens_in, reply.tokens, at_step,
                        self._summary_n, "summary", "", [{"kept": kept, "n": self._summary_n}], 0.0)
             agent.detector.log(Event.condensation())
             self.events.append(Event.condensation())
@@ -503,7 +511,9 @@ class Replay:
         self._log(agent, (Event.observation if status == "success" else Event.error)(call.tool, text))
         agent.strategy.apply(agent.ctx)
         if completes and pointer.step is not None:
-            self._complete(agent, pointer.step)
+            # A shortcut completes the step, but its result held no facts: no producer to re-fetch.
+            self._complete(agent, pointer.step, produced=call.purpose != "shortcut" and not (
+                CATALOGUE[call.tool].dangerous if call.tool in CATALOGUE else False))
         else:
             pointer.attempt += 1
         return None
@@ -517,10 +527,11 @@ class Replay:
                     key in self.producers or key in self.script.task.facts):
                 self.tally.lost_keys.add(str(key))
 
-    def _complete(self, agent: _Agent, step: Step) -> None:
-        for key in step.produces:
-            self.producers.setdefault(key, step)
-        self.done_calls[(step.tool, json.dumps(concrete_args(step, self.model.truth), sort_keys=True))] = step
+    def _complete(self, agent: _Agent, step: Step, *, produced: bool = True) -> None:
+        if produced:
+            for key in step.produces:
+                self.producers.setdefault(key, step)
+            self.done_calls[(step.tool, json.dumps(concrete_args(step, self.model.truth), sort_keys=True))] = step
         pointer = agent.pointer
         pointer.attempt = 0
         agent.contract_failures = 0
