@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -149,6 +149,9 @@ def load_config_from_data(path: str | None, data: dict[str, Any]) -> Any:
 def _print_summary(sessions: Any, as_json: bool) -> None:
     from harness.summary import summary_records, summary_table
 
+    if sessions.empty:
+        print("[]" if as_json else "no sessions in this run (a shard without batches?)")
+        return
     table = summary_table(sessions)
     if as_json:
         print(json.dumps(summary_records(table), indent=2))
@@ -164,6 +167,8 @@ def _run(args: argparse.Namespace) -> int:
     stem = Path(args.config).stem if args.config else "default"
     default_name = stem if shard is None else f"{stem}-shard{shard[0]}of{shard[1]}"
     out = Path(args.out) if args.out else Path("runs") / default_name
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} exists and is not a directory")
     try:
         summary = run(config, out, resume=not args.no_resume, shard=shard, quiet=args.quiet)
     except RunError as e:
@@ -202,8 +207,16 @@ def _merge(args: argparse.Namespace) -> int:
     return 1 if summary.errors else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2), like every other usage error of ctxbench."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"ctxbench: error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxbench", description="Benchmark LLM-agent context strategies.")
+    parser = _Parser(prog="ctxbench", description="Benchmark LLM-agent context strategies.")
     parser.add_argument("--version", action="version", version=f"ctxbench {harness.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -260,6 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"ctxbench: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("ctxbench: interrupted (finished batches are kept: run the same command again to resume)",
+              file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, as other command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

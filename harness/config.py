@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import scenarios
 import strategies
 from harness.profiles import PROFILE_NAMES, Profile, profile
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "default.toml"
+#: The embedded default config: ``harness/default.toml`` is a link to ``examples/default.toml`` in the
+#: source tree and a copy of it in an installed wheel.
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.toml"
 SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget")
 #: `pipeline` has no defaults; runs with every strategy use the composition strategies.md 3.7 recommends.
 DEFAULT_PIPELINE: dict[str, Any] = {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window"}]}
@@ -86,9 +89,21 @@ class RunConfig(BaseModel):
     #: Empty means every registered strategy with its defaults.
     strategies: list[StrategyEntry] = Field(default_factory=list)
 
+    @field_validator("scheduler")
+    @classmethod
+    def _scheduler_address(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"(tcp|tls|ucx|inproc)://[^\s:/]+(:[0-9]+)?", value):
+            raise ValueError(f"expected an address like tcp://HOST:8786, got {value!r}")
+        return value
+
     @model_validator(mode="after")
     def _wiring(self) -> RunConfig:
+        seen: set[str] = set()
         for i, entry in enumerate(self.scenarios):
+            if entry.name in seen:
+                raise ValueError(f"scenarios[{i}].name: {entry.name!r} appears twice (one entry per scenario; "
+                                 "its sessions are keyed by name and index)")
+            seen.add(entry.name)
             if entry.name not in scenarios.names():
                 raise ValueError(f"scenarios[{i}].name: unknown scenario {entry.name!r} "
                                  f"(known: {', '.join(scenarios.names())})")

@@ -215,6 +215,17 @@ def _dask(tasks: Sequence[Task], jobs: int, scheduler: str | None) -> Iterator[R
             cluster.close()
 
 
+def _check_scheduler(address: str) -> None:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise RunError("executor dask needs the optional extra: pip install 'ctxbench[dask]'") from None
+    try:
+        Client(address, timeout="10s").close()
+    except (OSError, ValueError, TimeoutError) as e:
+        raise RunError(f"--scheduler: cannot connect to {address}: {e}") from None
+
+
 EXECUTORS: dict[str, Callable[[Sequence[Task], int, str | None], Iterator[Result]]] = {
     "serial": _serial, "process": _process, "dask": _dask,
 }
@@ -367,6 +378,8 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
     ``ctxbench run``."""
     started_wall = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
+    if config.executor == "dask" and config.scheduler is not None:
+        _check_scheduler(config.scheduler)  # before anything is written
     prepare_dir(out_dir, config, resume=resume)
     parts = out_dir / "parts"
     batches = shard_of(plan(config), shard)

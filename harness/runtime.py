@@ -221,7 +221,7 @@ class Replay:
             scenario=self.scenario, session_index=self.session_index, strategy=self.label, agent=agent.name,
             call_index=len(self.calls), call_kind=kind, step_id=step_id, attempt=attempt, action=action,
             malformed_kind=malformed, input_tokens=prompt, cached_input_tokens=cached, cache_write_tokens=written,
-            output_tokens=output, context_tokens=prompt - self.system_tokens, noise=round(noise, 6),
+            output_tokens=output, context_tokens=prompt - cache.system_tokens, noise=round(noise, 6),
             model_s=round(seconds, 6), clock_s=round(self.clock, 6), cost_usd=cost,
             trace=json.dumps(list(trace), sort_keys=True, separators=(",", ":")),
         ))
@@ -288,7 +288,15 @@ class Replay:
         structured = structured or self.switches.errors == "three_class"
         return "error", render_error(error, structured=structured), False
 
-    def _execute(self, agent: _Agent, decision: Decision, use_id: str) -> tuple[str, str, bool]:
+    @staticmethod
+    def _check(call: ToolCall) -> ContractError | None:
+        """The contract error of a call, if it breaks its tool's contract (checked whatever the
+        switch: without contracts the broken call reaches the tool instead)."""
+        raw = call.args.get(RAW_KEY)
+        checked = validate_call(call.tool, raw if isinstance(raw, str) else call.args)
+        return checked if isinstance(checked, ContractError) else None
+
+    def _execute(self, agent: _Agent, decision: Decision, checked: ContractError | None) -> tuple[str, str, bool]:
         """Run a call: (status, text, completes the step)."""
         call = decision.call
         assert call is not None
@@ -296,9 +304,7 @@ class Replay:
         step = pointer.step
         s, a = pointer.step_id, pointer.attempt
         t = self.tally
-        raw = call.args.get(RAW_KEY)
-        checked = validate_call(call.tool, raw if isinstance(raw, str) else call.args)
-        if isinstance(checked, ContractError):
+        if checked is not None:
             # A malformed call: freshly drawn, or a verbatim resend of one.
             t.tool_syntax_errors += 1
             if self.switches.contracts:
@@ -481,9 +487,10 @@ class Replay:
                                   kind="final" if decision.kind == "final" else "text")
         window = agent.ctx.messages
         noise = window.raw_tokens / prompt
+        checked = self._check(decision.call) if decision.call is not None else None
+        malformed = decision.malformed or ("resent_malformed" if checked is not None else "")
         self._bill(agent, "agent", agent.agent_cache, window, window.take_touched(), prompt, reply.tokens - 4, s, a,
-                   decision.call.purpose if decision.call else decision.kind, decision.malformed,
-                   decision.trace, noise)
+                   decision.call.purpose if decision.call else decision.kind, malformed, decision.trace, noise)
         self._append(agent, reply)
         if decision.kind == "final":
             self._log(agent, Event.message("agent", decision.text))
@@ -504,7 +511,7 @@ class Replay:
         t.tool_calls += 1
         call = decision.call
         self._log(agent, Event.action(call.tool, json.dumps(call.args, sort_keys=True), decision.text))
-        status, text, completes = self._execute(agent, decision, use_id)
+        status, text, completes = self._execute(agent, decision, checked)
         result = Message.build("user", [ToolResult(use_id, "success" if status == "success" else "error", text)],
                                step_id=s, meter=self.meter)
         self._append(agent, result)

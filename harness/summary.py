@@ -29,5 +29,5 @@ def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def summary_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     """The summary as JSON-ready rows (for ``--json``)."""
-    return [{"strategy": str(name), **{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}}
-            for name, row in table.iterrows()]
+    rows = table.reset_index().to_dict(orient="records")
+    return [{str(k): (v.item() if hasattr(v, "item") else v) for k, v in row.items()} for row in rows]

@@ -1,0 +1,89 @@
+"""Speed of whole session replays (harness.runtime) with pytest-benchmark: the cost of a session grows
+linearly with its turns (DESIGN.md, "Scale": running totals, never a rescan of the context per turn).
+
+Each strategy replays one k8s_crashloop script of N tool steps and one of 2N under the oracle profile
+(unlimited window, so no overflow ends a session early), and the ratio of the two replay times,
+measured in the same run as the best of 3, goes to ``extra_info``. Linear is 2, quadratic 4.
+Scripts are generated (and their texts tokenized) before anything is timed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+import scenarios
+import strategies
+from harness.profiles import profile
+from harness.runtime import SessionResult, replay
+from scenarios.base import SessionScript
+
+N = 80
+FAMILY, SEED = "k8s_crashloop", 0
+PROFILE = profile("oracle")
+#: Params that let every strategy play a whole session with its own mechanism at work: task facts
+#: pinned for the sliders (else they lose the task and loop), no token budget for offloading, and
+#: summary triggers that fire at both lengths.
+PARAMS: dict[str, dict[str, Any]] = {
+    "sliding_window": {"pin_first": 1},
+    "truncate_then_slide": {"pin_first": 1},
+    "offload_contracts": {"token_budget": 10**9},
+    "pipeline": {"stages": [{"name": "offload_contracts", "params": {"token_budget": 10**9}},
+                            {"name": "sliding_window", "params": {"pin_first": 1}}]},
+    "condense": {"max_size": 60},
+    "summarize": {"trigger_turns": 21, "keep_turns": 10},
+}
+SUMMARIZING = frozenset({"condense", "summarize", "hybrid"})
+
+
+@pytest.fixture(scope="module")
+def scripts() -> dict[int, SessionScript]:
+    out = {n: scenarios.generate(FAMILY, SEED, turns=n) for n in (N, 2 * N)}
+    for script in out.values():
+        replay(script, "unbounded", PROFILE)  # warm the token-count cache for every payload
+    return out
+
+
+def _replay(name: str, script: SessionScript) -> SessionResult:
+    return replay(script, strategies.create(name, **PARAMS.get(name, {})), PROFILE)
+
+
+def _best_of(repeats: int, name: str, script: SessionScript) -> tuple[float, SessionResult]:
+    best = float("inf")
+    result = None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = _replay(name, script)
+        best = min(best, time.perf_counter() - started)
+    assert result is not None
+    return best, result
+
+
+@pytest.mark.parametrize("name", strategies.names())
+def test_session_replay_cost_grows_linearly_with_turns(benchmark, scripts, name: str) -> None:
+    """A 2N-step session replays in about twice the time of an N-step one."""
+    benchmark.pedantic(_replay, args=(name, scripts[2 * N]), rounds=3, iterations=1)
+    short_s, short = _best_of(3, name, scripts[N])
+    long_s, long = _best_of(3, name, scripts[2 * N])
+    ratio = long_s / short_s
+    turns = (short.record.turns, long.record.turns)
+    benchmark.extra_info["ratio_2n_over_n"] = round(ratio, 2)
+    benchmark.extra_info["turns"] = list(turns)
+    benchmark.extra_info["outcomes"] = [short.record.outcome, long.record.outcome]
+    # Both sessions really ran their length: at least the scripted steps, the longer one about twice
+    # as many turns, and neither was cut by the turn limit.
+    assert 1.6 <= turns[1] / turns[0] <= 2.4, turns
+    assert "max_turns" not in (short.record.outcome, long.record.outcome)
+    if name == "drop_all":
+        # The control forgets everything, so it ends by a loop rule or a failed step, not by finishing.
+        assert turns[0] >= N // 2, turns
+    else:
+        assert turns[0] >= N and turns[1] >= 2 * N, turns
+        assert (short.record.outcome, long.record.outcome) == ("success", "success")
+    if name in SUMMARIZING:
+        assert short.record.summary_calls >= 1 and long.record.summary_calls > short.record.summary_calls
+    # Linear is 2; quadratic is 4. 3.2 leaves room for noise on a shared machine while still
+    # catching a per-turn rescan of the whole context.
+    assert ratio < 3.2, f"{name}: the {2 * N}-step replay took {ratio:.2f}x the {N}-step one"
