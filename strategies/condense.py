@@ -155,6 +155,10 @@ class Condense(ContextStrategy):
     def _hard_reset(self, ctx: Context) -> None:
         window = list(ctx.messages)
         protected, forgotten = partition_pinned(window)
+        # A protected call still open at the end goes after the summary, not before it.
+        trailing = [window[-1]] if window and window[-1].has_use and protected and protected[-1] is window[-1] else []
+        if trailing:
+            protected = protected[:-1]
         if not forgotten:
             raise CannotReduce("hard reset: every message is protected")
         longest = max(
@@ -179,7 +183,7 @@ class Condense(ContextStrategy):
             except CannotReduce as e:
                 last_error = e
                 continue
-            new = [*protected, summary]
+            new = [*protected, summary, *trailing]
             if tokens_of(new) < ctx.tokens:
                 commit(ctx, new)
                 return

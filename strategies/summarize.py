@@ -83,6 +83,11 @@ class Summarize(ContextStrategy):
     def _core(self, ctx: Context, k: int) -> None:
         window = ctx.messages
         k = adjust_split_point_for_tool_pairs(window, k)
+        if k == len(window) and window and window[-1].has_use:
+            # A call still open at the end must stay after the summary, or the summary (a user
+            # message) would answer it without its results (only the turn trigger with
+            # keep_turns=0 reaches k == len).
+            k -= 1
         if not self._pinned_once:
             self._pinned_once = True
             apply_pin_first(window, self.params.pin_first)

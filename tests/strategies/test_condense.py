@@ -365,3 +365,17 @@ def test_before_call_swallows_failed_hard_reset() -> None:
     create("condense", hard_reset_retries=2).before_call(ctx)
     assert len(fake.calls) == 3
     assert list(ctx.messages) == msgs
+
+
+def test_hard_reset_keeps_a_protected_open_call_after_the_summary() -> None:
+    """G1: a hard reset puts a protected call that is still open at the end after the summary."""
+    msgs = [
+        Message.user("task " + "w " * 50, kind="task"),
+        Message.build("assistant", [ToolUse("t1", "read_file", {"path": "a"})]),
+        Message.build("user", [ToolResult("t1", "success", "line\n" * 200)]),
+        Message.build("assistant", [ToolUse("t2", "read_file", {"path": "b"})], pinned=True),
+    ]
+    ctx = Context(msgs, summarizer=FakeSummarizer())
+    create("condense").reduce(ctx, OVERFLOW)
+    assert [m.kind for m in ctx.messages][-2:] == ["summary", "action"]
+    assert ctx.messages[-1].uses == {"t2"}

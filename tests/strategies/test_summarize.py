@@ -305,3 +305,19 @@ def test_summary_has_text_blocks_only() -> None:
     ctx = Context(conversation(20), summarizer=FakeSummarizer())
     create("summarize").reduce(ctx)
     assert all(isinstance(b, Text) for b in ctx.messages[0].blocks)
+
+
+def test_turn_trigger_keeps_a_trailing_open_call_after_the_summary() -> None:
+    """G1 with keep_turns=0: k would be len(window); a call still open at the end must not be
+    followed by the (user) summary, so it stays after it."""
+    msgs = [
+        Message.user("task", kind="task"),
+        Message.build("assistant", [ToolUse("t1", "read_file", {"path": "a"})]),
+        Message.build("user", [ToolResult("t1", "success", "a\nb")]),
+        Message.build("assistant", [ToolUse("t2", "read_file", {"path": "b"})], pinned=True),
+    ]
+    ctx = Context(msgs, summarizer=FakeSummarizer())
+    create("summarize", trigger_turns=1, keep_turns=0).apply(ctx)
+    kinds = [m.kind for m in ctx.messages]
+    assert kinds[-2:] == ["summary", "action"]
+    assert ctx.messages[-1].uses == {"t2"}
