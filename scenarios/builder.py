@@ -3,7 +3,7 @@ decoys, steps with typed arg templates, lognormal payload sizes and tool latenci
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.tools import CATALOGUE, arg_types, contract
@@ -145,6 +145,26 @@ class ScriptBuilder:
         made = self.make_step(tool, args, payload, produces, **kwargs)
         self.steps.append(made)
         return made
+
+    def interleave(
+        self,
+        core: Sequence[tuple[str, Mapping[str, str], Any, Iterable[str], Any]],
+        slots: list[int],
+        explore: Callable[[set[str]], None],
+        available: set[str],
+    ) -> None:
+        """Add the core steps in order; before core step i, run ``explore(available)`` once per slot
+        equal to i (``slots`` sorted). A core item is (tool, args, payload, produces, extra), where
+        payload and extra may be callables evaluated at that point; ``available`` grows with each
+        core step's facts so exploration can depend on what has been found."""
+        pending = list(slots)
+        for i, (tool, args, payload, produces, extra) in enumerate(core):
+            while pending and pending[0] == i:
+                pending.pop(0)
+                explore(available)
+            self.step(tool, args, payload() if callable(payload) else payload, produces,
+                      **(extra() if callable(extra) else extra))
+            available |= set(produces)
 
     def build(
         self,

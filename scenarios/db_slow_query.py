@@ -426,12 +426,7 @@ class DbSlowQuery(ScenarioFamily):
                        user_tables(known_tables, indexed="new_index" in available))
 
         available = {"alert_id"}
-        for i, (tool, args, make_payload, produces, make_extra) in enumerate(core):
-            while slots and slots[0] == i:
-                slots.pop(0)
-                explore(available)
-            b.step(tool, args, make_payload(), produces, **make_extra())
-            available |= set(produces)
+        b.interleave(core, slots, explore, available)
         task = (f"Alert {alert}: p99 latency of service {svc} jumped well above its SLO. The service is backed "
                 f"by Postgres. Find the slow query, explain why it is slow, fix it without downtime, and verify "
                 f"latency recovered. Report the query id, the table it scans and the name of the index you "

@@ -440,12 +440,7 @@ class DeployRegression(ScenarioFamily):
                                         if svc == service else [], size, 0.1, 0.9))
 
         available = {"namespace", "alert_id"}
-        for i, (tool, args, payload, produces, extra) in enumerate(core):
-            while slots and slots[0] == i:
-                slots.pop(0)
-                explore(available)
-            b.step(tool, args, payload, produces, **extra)
-            available |= set(produces)
+        b.interleave(core, slots, explore, available)
         task = (f"Alert {alert}: the 5xx error rate of service {service} in namespace {ns} jumped right after "
                 "its latest deploy. Find the release that caused it and the config change behind it, roll back "
                 "to the last good release, and verify the error rate recovers. Report the bad release, the "

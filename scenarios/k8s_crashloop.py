@@ -180,12 +180,7 @@ class K8sCrashloop(ScenarioFamily):
                        "\n".join(fill_lines(lambda: log_line(e, clock, deployment), b.payload_bytes())))
 
         available = {"namespace", "alert_id"}
-        for i, (tool, args, payload, produces, extra) in enumerate(core):
-            while slots and slots[0] == i:
-                slots.pop(0)
-                explore(available)
-            b.step(tool, args, payload, produces, **extra)
-            available |= set(produces)
+        b.interleave(core, slots, explore, available)
         task = (f"Alert {alert}: pods of deployment {deployment} in namespace {ns} are restarting in a loop. "
                 "Find the failing pod, find out why it crashes, fix it, and verify the fix. Report the pod, "
                 "the error code from its logs and the new revision.")

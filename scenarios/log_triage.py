@@ -368,12 +368,7 @@ class LogTriage(ScenarioFamily):
                                       "since_minutes": lit(200 + counter)}, "\n".join(lines))
 
         available = {"namespace", "alert_id"}
-        for i, (tool, args, make_payload, produces, make_extra) in enumerate(core):
-            while slots and slots[0] == i:
-                slots.pop(0)
-                explore(available)
-            b.step(tool, args, make_payload(), produces, **make_extra())
-            available |= set(produces)
+        b.interleave(core, slots, explore, available)
         task = (f"Alert {alert}: service {entry} in namespace {ns} returns intermittent 5xx errors. Find a "
                 "failing request in its logs, follow its trace to the downstream service that breaks, find the "
                 "root cause in that service's logs, remediate, and verify. Report the trace id, the downstream "
