@@ -1,0 +1,536 @@
+"""The report's plots: PNG figures of token use, latency, tool-syntax errors, cost against success and
+outcomes per strategy, drawn from a run's ``sessions`` and ``calls`` tables only.
+
+Every plot function takes the tables (and optionally the strategy styles) and returns a matplotlib
+``Figure`` without saving it, so a caller or a test can inspect it; :func:`save_png` writes one and
+:func:`write_plots` draws and writes all of them. Figures are built with the object-oriented API on the
+Agg canvas: no pyplot, no global figure registry, no window, and importing this module does not switch
+the backend of a notebook that happens to import it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import matplotlib
+import matplotlib.style
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, PercentFormatter
+
+from reports.stats import headline as compute_headline
+from reports.stats import outcome_shares
+
+#: Fixed size and resolution: every PNG of every run has the same pixel size (990 x 550).
+FIGSIZE = (9.0, 5.0)
+DPI = 110
+
+#: Okabe & Ito (2008), the colour-blind-safe qualitative palette, most distinct colours first. Its
+#: yellow (#F0E442) is left out for strategies: a thin yellow line all but vanishes on white. It is
+#: still used for an outcome, where it fills a bar.
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000")
+#: Once the palette is used up, colours repeat with the next line style / hatch / marker, so two
+#: strategies never share every visual channel.
+LINESTYLES = ("-", "--", ":", "-.")
+HATCHES = ("", "//", "..", "xx")
+MARKERS = ("o", "s", "^", "D")
+
+#: Outcome order and colours for the outcome mix: success first (green), then failures by kind. The
+#: list repeats the sessions.parquet contract instead of importing harness.metrics, so this module
+#: depends on the tables alone.
+OUTCOME_ORDER = ("success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
+                 "step_failed", "max_turns", "error")
+OUTCOME_STYLE: dict[str, tuple[str, str]] = {
+    "success": ("#009E73", ""),
+    "wrong_answer": ("#E69F00", ""),
+    "stuck": ("#D55E00", ""),
+    "overflow": ("#CC79A7", ""),
+    "throttled": ("#56B4E9", ""),
+    "blocked": ("#0072B2", ""),
+    "budget_exceeded": ("#F0E442", ""),
+    "step_failed": ("#999999", ""),
+    "max_turns": ("#000000", ""),
+    "error": ("#999999", "//"),
+}
+
+#: Context-size buckets for the syntax-error plot (input tokens of the call, K = 1,000).
+CONTEXT_BUCKETS: tuple[tuple[int, float, str], ...] = (
+    (0, 8_000, "0–8K"),
+    (8_000, 16_000, "8–16K"),
+    (16_000, 32_000, "16–32K"),
+    (32_000, 64_000, "32–64K"),
+    (64_000, 128_000, "64–128K"),
+    (128_000, math.inf, "128K+"),
+)
+#: A bucket's error rate is drawn only from this many agent calls up: a rate over three calls is noise.
+MIN_CALLS_PER_BUCKET = 20
+#: A turn's median and quartiles are drawn only while at least this share of the strategy's sessions
+#: is still running; past that the line follows a few long sessions and jumps around.
+MIN_SESSION_SHARE_PER_TURN = 0.25
+
+PLOT_NAMES = ("context_tokens_by_turn", "ecdf_input_tokens", "ecdf_latency", "syntax_errors_by_context",
+              "cost_vs_success", "outcome_mix")
+
+#: The rcParams every figure is drawn with, on top of matplotlib's defaults: a user's matplotlibrc
+#: or an active style must not change the PNG bytes.
+_RC: dict[str, Any] = {
+    "font.size": 10,
+    "axes.titlesize": 12,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyStyle:
+    """How one strategy is drawn in every plot of a report."""
+
+    colour: str
+    linestyle: str
+    hatch: str
+    marker: str
+
+
+def strategy_styles(names: Iterable[str]) -> dict[str, StrategyStyle]:
+    """Colour, line style, hatch and marker per strategy, assigned by sorted strategy name.
+
+    The same set of names always gets the same styles whatever order the names arrive in; adding a
+    strategy only moves the strategies that sort after it.
+    """
+    styles = {}
+    for i, name in enumerate(sorted(set(names))):
+        cycle = i // len(OKABE_ITO)
+        styles[name] = StrategyStyle(
+            colour=OKABE_ITO[i % len(OKABE_ITO)],
+            linestyle=LINESTYLES[cycle % len(LINESTYLES)],
+            hatch=HATCHES[cycle % len(HATCHES)],
+            marker=MARKERS[cycle % len(MARKERS)],
+        )
+    return styles
+
+
+def strategy_colours(names: Iterable[str]) -> dict[str, str]:
+    """Hex colour per strategy (Okabe-Ito, by sorted strategy name); see :func:`strategy_styles`."""
+    return {name: style.colour for name, style in strategy_styles(names).items()}
+
+
+def strategies_of(*frames: pd.DataFrame) -> list[str]:
+    """Sorted union of the ``strategy`` columns of the frames, so every plot of a report shares one map."""
+    names: set[str] = set()
+    for frame in frames:
+        if "strategy" in frame.columns:
+            names.update(str(s) for s in frame["strategy"].unique())
+    return sorted(names)
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    # "default" resets every rcParam to matplotlib's defaults before ours apply (see _RC).
+    with matplotlib.style.context("default"), matplotlib.rc_context(cast(Any, _RC)):
+        yield
+
+
+def _figure() -> tuple[Figure, Axes]:
+    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    return fig, ax
+
+
+def _styles_for(frames: Sequence[pd.DataFrame], styles: dict[str, StrategyStyle] | None) -> dict[str, StrategyStyle]:
+    if styles is not None:
+        return styles
+    return strategy_styles(strategies_of(*frames))
+
+
+def _has(frame: pd.DataFrame, *columns: str) -> bool:
+    return not frame.empty and all(c in frame.columns for c in columns)
+
+
+def _no_data(ax: Axes, message: str) -> None:
+    ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", color="#555555")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _legend(fig: Figure, ax: Axes, title: str = "strategy") -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        # Outside the axes: with up to ten strategies an inside legend always covers some data.
+        fig.legend(handles, labels, loc="outside right upper", title=title, frameon=False)
+
+
+def _thousands(value: float, _pos: int) -> str:
+    if abs(value) >= 1_000_000:
+        return f"{value / 1_000_000:g}M"
+    if abs(value) >= 1_000:
+        return f"{value / 1_000:g}K"
+    return f"{value:g}"
+
+
+#: Longer strategy names are shortened in legends, panel titles and tick labels, so a third-party
+#: strategy with a very long name cannot squeeze the plotting area to nothing.
+MAX_LABEL = 28
+
+
+def _label(name: str, limit: int = MAX_LABEL) -> str:
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
+def _style_kw(style: StrategyStyle) -> dict[str, Any]:
+    return {"color": style.colour, "linestyle": style.linestyle}
+
+
+# ----------------------------------------------------------------------------------------------------- plots
+
+
+def _panel_grid(n: int) -> tuple[int, int]:
+    """(rows, columns) for n small multiples in the fixed landscape figure."""
+    if n <= 4:
+        return 1, max(n, 1)
+    if n <= 10:
+        return 2, math.ceil(n / 2)
+    return math.ceil(n / 5), 5
+
+
+def context_tokens_by_turn(calls: pd.DataFrame, *,
+                           styles: dict[str, StrategyStyle] | None = None) -> Figure:
+    """Context tokens of each agent call against its turn (its position among the agent calls of its
+    session): the median over sessions as a line and the inter-quartile range as a band, one panel
+    per strategy, with the other strategies' medians in grey behind for comparison."""
+    styles = _styles_for([calls], styles)
+    title = "Context size per agent call, by turn"
+    xlabel = "turn (n-th agent call of the session)"
+    ylabel = "context tokens per call (tokens)"
+    with _style():
+        needed = ("strategy", "scenario", "session_index", "call_index", "call_kind", "context_tokens")
+        agent = calls[calls["call_kind"] == "agent"] if _has(calls, *needed) else pd.DataFrame()
+        if agent.empty:
+            fig, ax = _figure()
+            fig.suptitle(title, fontweight="bold", fontsize=12)
+            fig.supxlabel(xlabel, fontsize=10)
+            fig.supylabel(ylabel, fontsize=10)
+            _no_data(ax, "no agent calls in this run")
+            return fig
+        session = ["strategy", "scenario", "session_index"]
+        agent = agent.sort_values([*session, "call_index"], kind="stable")
+        agent = agent.assign(turn=agent.groupby(session, sort=False).cumcount() + 1)
+        curves: dict[str, pd.DataFrame] = {}
+        for strategy, group in agent.groupby("strategy", sort=True):
+            sessions = group[["scenario", "session_index"]].drop_duplicates().shape[0]
+            stats = group.groupby("turn")["context_tokens"].agg(
+                median="median", q1=lambda s: s.quantile(0.25), q3=lambda s: s.quantile(0.75), n="size")
+            curves[str(strategy)] = stats[stats["n"] >= max(1, math.ceil(MIN_SESSION_SHARE_PER_TURN * sessions))]
+        # One panel per strategy: with ten overlapping inter-quartile bands a single axes is unreadable.
+        rows, cols = _panel_grid(len(curves))
+        fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+        for ax, (strategy, stats) in zip(axes, curves.items(), strict=False):
+            for other, other_stats in curves.items():
+                if other != strategy:
+                    ax.plot(other_stats.index.to_numpy(), other_stats["median"].to_numpy(), color="#BBBBBB",
+                            linewidth=0.7)
+            style = styles[strategy]
+            turns = stats.index.to_numpy()
+            ax.fill_between(turns, stats["q1"].to_numpy(), stats["q3"].to_numpy(), color=style.colour,
+                            alpha=0.25, linewidth=0)
+            ax.plot(turns, stats["median"].to_numpy(), linewidth=1.8, **_style_kw(style))
+            # Five panels a row leave about 150 px per title: regular weight and a shorter cut.
+            ax.set_title(_label(strategy, 22), fontsize=9, fontweight="normal")
+            ax.tick_params(labelsize=8)
+        for ax in axes[len(curves):]:
+            ax.set_visible(False)
+        axes[0].set_xlim(left=1)
+        axes[0].set_ylim(bottom=0)
+        axes[0].yaxis.set_major_formatter(FuncFormatter(_thousands))
+        fig.suptitle(title, fontweight="bold", fontsize=12)
+        fig.supxlabel(xlabel, fontsize=10)
+        fig.supylabel(ylabel, fontsize=10)
+        key = [Line2D([], [], color="#333333", linewidth=1.8, label="median over\nsessions"),
+               Patch(color="#333333", alpha=0.25, linewidth=0, label="25–75% of\nsessions"),
+               Line2D([], [], color="#BBBBBB", linewidth=0.7, label="other\nstrategies'\nmedians")]
+        # On the right: constrained layout does not keep a top or bottom figure legend clear of the
+        # suptitle / supxlabel.
+        fig.legend(handles=key, loc="outside right upper", frameon=False, fontsize=8, labelspacing=1.0)
+    return fig
+
+
+def _ecdf(sessions: pd.DataFrame, column: str, *, title: str, xlabel: str, empty: str,
+          styles: dict[str, StrategyStyle] | None, log_x: bool,
+          x_format: Callable[[float, int], str]) -> Figure:
+    styles = _styles_for([sessions], styles)
+    with _style():
+        fig, ax = _figure()
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("share of sessions at or below x")
+        if not _has(sessions, "strategy", column):
+            _no_data(ax, empty)
+            return fig
+        positive = True
+        for strategy, group in sessions.groupby("strategy", sort=True):
+            values = np.sort(group[column].to_numpy(dtype=float))
+            values = values[np.isfinite(values)]
+            if values.size == 0:
+                continue
+            positive = positive and bool(values[0] > 0)
+            shares = np.arange(1, values.size + 1) / values.size
+            # Start the step at share 0 so a single-session strategy still draws a visible step.
+            ax.step(np.concatenate([values[:1], values]), np.concatenate([[0.0], shares]), where="post",
+                    label=_label(str(strategy)), linewidth=1.6, **_style_kw(styles[str(strategy)]))
+        # Token totals span decades across strategies (a window vs. unbounded); a log axis keeps the
+        # small-context strategies from collapsing against the y axis.
+        if log_x and positive and ax.lines:
+            ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(x_format))
+        ax.set_ylim(0, 1.02)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        _legend(fig, ax)
+    return fig
+
+
+def ecdf_input_tokens(sessions: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None) -> Figure:
+    """ECDF of the input tokens billed per session (all model calls), per strategy."""
+    return _ecdf(sessions, "input_tokens", title="Input tokens per session (ECDF)",
+                 xlabel="input tokens per session (tokens, log scale)", empty="no sessions in this run",
+                 styles=styles, log_x=True, x_format=_thousands)
+
+
+def ecdf_latency(sessions: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None) -> Figure:
+    """ECDF of the simulated latency per session, per strategy."""
+    return _ecdf(sessions, "latency_s", title="Latency per session (ECDF)",
+                 xlabel="simulated latency per session (s)", empty="no sessions in this run",
+                 styles=styles, log_x=False, x_format=lambda v, _p: f"{v:,.0f}")
+
+
+def _bucket_of(tokens: pd.Series) -> pd.Series:
+    edges = [low for low, _high, _label in CONTEXT_BUCKETS] + [math.inf]
+    return pd.Series(pd.cut(tokens.astype(float), bins=edges, right=False, labels=False), index=tokens.index)
+
+
+def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None,
+                             min_calls: int = MIN_CALLS_PER_BUCKET) -> Figure:
+    """Tool-syntax error rate (share of agent calls whose output was malformed) per context-size
+    bucket of the call's input tokens, per strategy."""
+    styles = _styles_for([calls], styles)
+    with _style():
+        fig, ax = _figure()
+        ax.set_title("Tool-syntax errors by context size")
+        ax.set_xlabel(f"input tokens of the agent call (buckets with fewer than {min_calls} calls omitted)")
+        ax.set_ylabel("malformed agent calls (% of calls)")
+        needed = ("strategy", "call_kind", "input_tokens", "malformed_kind")
+        agent = calls[calls["call_kind"] == "agent"] if _has(calls, *needed) else pd.DataFrame()
+        if agent.empty:
+            _no_data(ax, "no agent calls in this run")
+            return fig
+        agent = agent.assign(bucket=_bucket_of(agent["input_tokens"]),
+                             malformed=agent["malformed_kind"].fillna("").astype(str) != "")
+        names = sorted(str(s) for s in agent["strategy"].unique())
+        # Spread the strategies a little along x so equal rates (often 0%) do not hide each other.
+        width = 0.5
+        offsets = {n: (i - (len(names) - 1) / 2) * (width / max(len(names), 1)) for i, n in enumerate(names)}
+        for strategy, group in agent.groupby("strategy", sort=True):
+            rates = group.groupby("bucket")["malformed"].agg(["mean", "size"])
+            rates = rates[rates["size"] >= min_calls]
+            if rates.empty:
+                continue
+            style = styles[str(strategy)]
+            x = rates.index.to_numpy(dtype=float) + offsets[str(strategy)]
+            # Unclipped: a 0% rate sits on the x axis and would otherwise lose half its marker.
+            ax.plot(x, rates["mean"].to_numpy(), marker=style.marker, markersize=5, linewidth=1.2, clip_on=False,
+                    label=_label(str(strategy)), **_style_kw(style))
+        ax.set_xticks(range(len(CONTEXT_BUCKETS)), [label for _low, _high, label in CONTEXT_BUCKETS])
+        ax.set_xlim(-0.5, len(CONTEXT_BUCKETS) - 0.5)
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
+        if not ax.lines:
+            ax.text(0.5, 0.5, f"no context bucket has {min_calls} agent calls", transform=ax.transAxes,
+                    ha="center", va="center", color="#555555")
+        _legend(fig, ax)
+    return fig
+
+
+def _name_points(ax: Axes, points: list[tuple[str, float, float]]) -> None:
+    """Write each strategy's name next to its point, above-right, or below-right when that would
+    cover a name already written (with ten strategies, matching colours against the legend is slow)."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    width, height = max(x1 - x0, 1e-12), max(y1 - y0, 1e-12)
+    # A name's box in axes fractions: about 0.16 wide and 0.035 tall at 8 pt in this figure.
+    boxes: list[tuple[float, float, float, float]] = []
+    for name, x, y in sorted(points, key=lambda p: (-p[2], p[1], p[0])):
+        fx, fy = (x - x0) / width, (y - y0) / height
+        candidates = [(4, (fx, fy + 0.01, fx + 0.16, fy + 0.045)), (-12, (fx, fy - 0.04, fx + 0.16, fy - 0.005))]
+        free = [c for c in candidates
+                if not any(c[1][0] < b[2] and b[0] < c[1][2] and c[1][1] < b[3] and b[1] < c[1][3] for b in boxes)]
+        dy_points, box = (free or candidates)[0]
+        boxes.append(box)
+        ax.annotate(_label(name, 22), (x, y), xytext=(5, dy_points), textcoords="offset points", fontsize=8,
+                    color="#333333")
+
+
+def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = None,
+                    styles: dict[str, StrategyStyle] | None = None) -> Figure:
+    """One point per strategy at (success rate, mean cost per session), with the 95% bootstrap
+    confidence interval of each as whiskers (from :func:`reports.stats.headline`)."""
+    styles = _styles_for([sessions], styles)
+    with _style():
+        fig, ax = _figure()
+        ax.set_title("Cost against success, per strategy (95% CI)")
+        ax.set_xlabel("success rate (% of sessions; higher is better)")
+        ax.set_ylabel("mean cost per session (USD; lower is better)")
+        if headline is None:
+            needed = ("strategy", "outcome", "loop_detected", *_HEADLINE_COLUMNS)
+            headline = compute_headline(sessions) if _has(sessions, *needed) else pd.DataFrame()
+        if not _has(headline, "strategy", "metric", "value", "ci_low", "ci_high"):
+            _no_data(ax, "no sessions in this run")
+            return fig
+        table = headline[headline["metric"].isin(["success_rate", "cost_per_session"])]
+        wide = table.pivot(index="strategy", columns="metric", values=["value", "ci_low", "ci_high"])
+        if not set(map(str, wide.index)) <= set(styles):
+            # A headline computed elsewhere may name strategies the sessions frame does not.
+            styles = strategy_styles([*styles, *map(str, wide.index)])
+        points: list[tuple[str, float, float]] = []
+        for strategy in sorted(map(str, wide.index)):
+            row = wide.loc[strategy]
+            try:
+                x, y = float(row[("value", "success_rate")]), float(row[("value", "cost_per_session")])
+            except KeyError:
+                continue
+            if not (np.isfinite(x) and np.isfinite(y)):
+                continue
+            xerr = [[max(x - float(row[("ci_low", "success_rate")]), 0.0)],
+                    [max(float(row[("ci_high", "success_rate")]) - x, 0.0)]]
+            yerr = [[max(y - float(row[("ci_low", "cost_per_session")]), 0.0)],
+                    [max(float(row[("ci_high", "cost_per_session")]) - y, 0.0)]]
+            style = styles[strategy]
+            bars = ax.errorbar([x], [y], xerr=np.nan_to_num(xerr), yerr=np.nan_to_num(yerr), fmt=style.marker,
+                               color=style.colour, markersize=7, elinewidth=1.0, capsize=3, alpha=0.9,
+                               label=_label(strategy))
+            for whisker in bars.lines[2]:
+                # Strategies that share a colour also differ in whisker style, not only in marker.
+                whisker.set_linestyle(cast(Any, style.linestyle))
+            points.append((strategy, x, y))
+        if not ax.lines:
+            _no_data(ax, "no strategy has a success rate and a cost")
+            return fig
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        # Success is a share: never show room below 0% or above 100%.
+        low, high = ax.get_xlim()
+        ax.set_xlim(max(low, -0.02), min(high, 1.02))
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"${v:,.2f}"))
+        _name_points(ax, points)
+        _legend(fig, ax)
+    return fig
+
+
+#: The columns reports.stats.headline reads (its METRICS).
+_HEADLINE_COLUMNS = ("context_tokens_mean", "input_tokens", "tool_syntax_errors", "tool_calls", "latency_s",
+                     "cost_usd")
+
+
+def _outcome_order(outcomes: Iterable[str]) -> list[str]:
+    present = set(outcomes)
+    return [o for o in OUTCOME_ORDER if o in present] + sorted(present - set(OUTCOME_ORDER))
+
+
+def _outcome_style(outcome: str, extra_index: int) -> tuple[str, str]:
+    if outcome in OUTCOME_STYLE:
+        return OUTCOME_STYLE[outcome]
+    # An outcome added after this module was written: grey with its own hatch, still distinguishable.
+    return "#BBBBBB", HATCHES[1 + extra_index % (len(HATCHES) - 1)]
+
+
+def _text_colour(hex_colour: str) -> str:
+    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "white"
+
+
+def outcome_mix(sessions: pd.DataFrame) -> Figure:
+    """Stacked horizontal bars: the share of each outcome among each strategy's sessions."""
+    with _style():
+        fig, ax = _figure()
+        ax.set_title("Session outcomes per strategy")
+        ax.set_xlabel("share of sessions (%)")
+        ax.set_ylabel("strategy")
+        if not _has(sessions, "strategy", "outcome"):
+            _no_data(ax, "no sessions in this run")
+            return fig
+        shares = outcome_shares(sessions)
+        shares.index = shares.index.map(str)
+        shares = shares.sort_index()
+        columns = _outcome_order(map(str, shares.columns))
+        # Horizontal bars: long strategy names read as y tick labels instead of rotated x labels.
+        y = np.arange(len(shares))
+        left = np.zeros(len(shares))
+        extra = 0
+        for outcome in columns:
+            values = shares[outcome].to_numpy(dtype=float)
+            colour, hatch = _outcome_style(outcome, extra)
+            extra += outcome not in OUTCOME_STYLE
+            ax.barh(y, values, left=left, color=colour, hatch=hatch, edgecolor="white", linewidth=0.6,
+                    label=outcome.replace("_", " "), height=0.7)
+            for yi, (start, share) in enumerate(zip(left, values, strict=True)):
+                # Only segments wide enough to hold the number get one; the legend carries the rest.
+                if share >= 0.07:
+                    ax.text(start + share / 2, yi, f"{share:.0%}", ha="center", va="center", fontsize=8,
+                            color=_text_colour(colour))
+            left += values
+        ax.set_yticks(y, [_label(name) for name in shares.index])
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.grid(axis="y", visible=False)
+        _legend(fig, ax, "outcome")
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------- writing
+
+
+def save_png(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as a PNG with no embedded software version or date, so equal inputs give equal bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _style():
+        fig.savefig(path, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
+    return path
+
+
+def write_plots(sessions: pd.DataFrame, calls: pd.DataFrame, out_dir: Path, *,
+                headline: pd.DataFrame | None = None) -> dict[str, Path]:
+    """Draw every plot of a run into ``out_dir`` (created if missing); return plot name -> PNG path.
+
+    ``headline`` is :func:`reports.stats.headline` of ``sessions`` if the caller already has it.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    styles = strategy_styles(strategies_of(sessions, calls))
+    builders: dict[str, Callable[[], Figure]] = {
+        "context_tokens_by_turn": lambda: context_tokens_by_turn(calls, styles=styles),
+        "ecdf_input_tokens": lambda: ecdf_input_tokens(sessions, styles=styles),
+        "ecdf_latency": lambda: ecdf_latency(sessions, styles=styles),
+        "syntax_errors_by_context": lambda: syntax_errors_by_context(calls, styles=styles),
+        "cost_vs_success": lambda: cost_vs_success(sessions, headline=headline, styles=styles),
+        "outcome_mix": lambda: outcome_mix(sessions),
+    }
+    return {name: save_png(build(), out_dir / f"{name}.png") for name, build in builders.items()}

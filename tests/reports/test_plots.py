@@ -1,0 +1,337 @@
+"""reports.plots: every plot renders a readable, labelled PNG of the fixed size from synthetic tables;
+strategy colours are one map per strategy set; equal inputs give equal bytes; empty and lopsided
+inputs do not crash; the module stays off the runtime."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+from PIL import Image
+
+from reports import plots
+from reports.plots import (
+    DPI,
+    FIGSIZE,
+    OKABE_ITO,
+    PLOT_NAMES,
+    context_tokens_by_turn,
+    cost_vs_success,
+    ecdf_input_tokens,
+    ecdf_latency,
+    outcome_mix,
+    save_png,
+    strategy_colours,
+    strategy_styles,
+    syntax_errors_by_context,
+    write_plots,
+)
+from reports.stats import headline
+
+STRATEGIES = ("sliding_window", "unbounded", "summarize")
+EXPECTED_SIZE = (round(FIGSIZE[0] * DPI), round(FIGSIZE[1] * DPI))
+
+
+def make_tables(strategies: tuple[str, ...] = STRATEGIES, sessions_per_strategy: int = 8,
+                seed: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Synthetic sessions and calls with the run-directory columns the plots read."""
+    rng = np.random.default_rng(seed)
+    session_rows, call_rows = [], []
+    for s_i, strategy in enumerate(strategies):
+        for index in range(sessions_per_strategy):
+            turns = int(rng.integers(15, 40))
+            growth = 800 * (s_i + 1)
+            context = (np.arange(turns) * growth + rng.integers(0, 2000, turns)).astype(int)
+            malformed = rng.random(turns) < 0.05
+            for turn in range(turns):
+                call_rows.append({
+                    "scenario": "mix", "session_index": index, "strategy": strategy, "agent": "agent",
+                    "call_index": turn, "call_kind": "agent", "action": "malformed" if malformed[turn] else "step",
+                    "malformed_kind": "invalid_json" if malformed[turn] else "",
+                    "input_tokens": int(context[turn] + 2000), "context_tokens": int(context[turn]),
+                })
+            # A summary call in the middle must not count as a turn.
+            call_rows.append({
+                "scenario": "mix", "session_index": index, "strategy": strategy, "agent": "agent",
+                "call_index": turns, "call_kind": "summary", "action": "summary", "malformed_kind": "",
+                "input_tokens": 5000, "context_tokens": 3000,
+            })
+            success = rng.random() < 0.4 + 0.15 * s_i
+            session_rows.append({
+                "scenario": "mix", "session_index": index, "seed": index, "strategy": strategy,
+                "outcome": "success" if success else ("stuck" if rng.random() < 0.5 else "wrong_answer"),
+                "turns": turns, "tool_calls": turns, "tool_syntax_errors": int(malformed.sum()),
+                "loop_detected": False, "loop_rule": "", "input_tokens": int((context + 2000).sum()),
+                "context_tokens_mean": float(context.mean()), "latency_s": float(turns * rng.uniform(3, 6)),
+                "cost_usd": float(context.sum() * 3e-6),
+            })
+    return pd.DataFrame(session_rows), pd.DataFrame(call_rows)
+
+
+@pytest.fixture(scope="module")
+def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    return make_tables()
+
+
+@pytest.fixture(scope="module")
+def small_headline(tables: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
+    return headline(tables[0], resamples=200)
+
+
+def figures(sessions: pd.DataFrame, calls: pd.DataFrame, head: pd.DataFrame | None) -> dict[str, Figure]:
+    return {
+        "context_tokens_by_turn": context_tokens_by_turn(calls),
+        "ecdf_input_tokens": ecdf_input_tokens(sessions),
+        "ecdf_latency": ecdf_latency(sessions),
+        "syntax_errors_by_context": syntax_errors_by_context(calls, min_calls=5),
+        "cost_vs_success": cost_vs_success(sessions, headline=head),
+        "outcome_mix": outcome_mix(sessions),
+    }
+
+
+def assert_png(path: Path) -> None:
+    assert path.exists() and path.stat().st_size > 0
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        assert image.size == EXPECTED_SIZE
+
+
+def main_axes(fig: Figure) -> Axes:
+    return fig.axes[0]
+
+
+# ----------------------------------------------------------------------------------------- rendering
+
+
+def test_every_plot_function_writes_a_readable_png(tmp_path: Path, tables: tuple[pd.DataFrame, pd.DataFrame],
+                                                   small_headline: pd.DataFrame) -> None:
+    sessions, calls = tables
+    for name, fig in figures(sessions, calls, small_headline).items():
+        path = save_png(fig, tmp_path / f"{name}.png")
+        assert_png(path)
+        # Matplotlib can read it back too.
+        assert matplotlib.image.imread(path).shape[:2] == EXPECTED_SIZE[::-1]
+
+
+def test_write_plots_returns_all_six(tmp_path: Path, tables: tuple[pd.DataFrame, pd.DataFrame],
+                                     small_headline: pd.DataFrame) -> None:
+    sessions, calls = tables
+    out = tmp_path / "nested" / "plots"
+    written = write_plots(sessions, calls, out, headline=small_headline)
+    assert set(written) == set(PLOT_NAMES) and len(written) == 6
+    for name, path in written.items():
+        assert path.parent == out and path.name == f"{name}.png"
+        assert_png(path)
+
+
+def test_write_plots_computes_the_headline_when_not_given(tmp_path: Path) -> None:
+    sessions, calls = make_tables(sessions_per_strategy=4)
+    written = write_plots(sessions, calls, tmp_path)
+    assert_png(written["cost_vs_success"])
+
+
+def test_titles_and_axis_labels_are_present(tables: tuple[pd.DataFrame, pd.DataFrame],
+                                            small_headline: pd.DataFrame) -> None:
+    sessions, calls = tables
+    for name, fig in figures(sessions, calls, small_headline).items():
+        if name == "context_tokens_by_turn":
+            # Small multiples: the figure carries the title and the shared axis labels, each panel a name.
+            assert fig.get_suptitle() and fig.get_supxlabel() and fig.get_supylabel()
+            assert "(tokens)" in fig.get_supylabel()
+            assert sorted(ax.get_title() for ax in fig.axes if ax.get_visible()) == sorted(STRATEGIES)
+            continue
+        ax = main_axes(fig)
+        assert ax.get_title(), name
+        assert ax.get_xlabel() and ax.get_ylabel(), name
+        # Units or the quantity's scale are stated in parentheses on each measured axis.
+        assert "(" in ax.get_xlabel(), name
+        assert fig.legends, f"{name} has no legend"
+
+
+def test_legends_name_each_strategy_once(tables: tuple[pd.DataFrame, pd.DataFrame],
+                                         small_headline: pd.DataFrame) -> None:
+    sessions, calls = tables
+    figs = figures(sessions, calls, small_headline)
+    for name in ("ecdf_input_tokens", "ecdf_latency", "syntax_errors_by_context", "cost_vs_success"):
+        labels = [t.get_text() for t in figs[name].legends[0].get_texts()]
+        assert labels == sorted(STRATEGIES), name
+
+
+def test_outcome_mix_bars_sum_to_one(tables: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    sessions, _ = tables
+    ax = main_axes(outcome_mix(sessions))
+    totals: dict[float, float] = {}
+    for patch in ax.patches:
+        y = round(patch.get_y(), 6)
+        totals[y] = totals.get(y, 0.0) + patch.get_width()
+    assert len(totals) == len(STRATEGIES)
+    assert all(total == pytest.approx(1.0) for total in totals.values())
+    assert [t.get_text() for t in ax.get_yticklabels()] == sorted(STRATEGIES)
+
+
+def test_turns_count_agent_calls_only() -> None:
+    _, calls = make_tables(strategies=("a",), sessions_per_strategy=1)
+    fig = context_tokens_by_turn(calls)
+    median = next(line for line in fig.axes[0].get_lines() if line.get_color() != "#BBBBBB")
+    turns = median.get_xdata()
+    agent_calls = int((calls["call_kind"] == "agent").sum())
+    assert list(turns) == list(range(1, agent_calls + 1))
+
+
+# ------------------------------------------------------------------------------------------- colours
+
+
+def strategy_line_colours(fig: Figure) -> dict[str, str]:
+    handles = fig.legends[0].legend_handles
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    return {label: to_hex(handle.get_color()).upper()
+            for label, handle in zip(labels, handles, strict=True)}
+
+
+def test_strategy_colours_are_okabe_ito_by_sorted_name() -> None:
+    colours = strategy_colours(["zeta", "alpha", "mid"])
+    assert colours == {"alpha": OKABE_ITO[0], "mid": OKABE_ITO[1], "zeta": OKABE_ITO[2]}
+    # The order the names arrive in, and repeats, do not matter.
+    assert strategy_colours(["mid", "zeta", "alpha", "mid"]) == colours
+
+
+def test_strategy_colours_stable_when_a_strategy_is_added() -> None:
+    before = strategy_colours(STRATEGIES)
+    after = strategy_colours([*STRATEGIES, "zz_new_strategy"])
+    assert {k: after[k] for k in before} == before
+    # A name sorting in between only moves the strategies after it.
+    middle = strategy_colours([*STRATEGIES, "tiered"])
+    for name in sorted(STRATEGIES):
+        if name < "tiered":
+            assert middle[name] == before[name]
+
+
+def test_more_strategies_than_colours_differ_in_line_style() -> None:
+    names = [f"s{i:02d}" for i in range(len(OKABE_ITO) + 3)]
+    styles = strategy_styles(names)
+    combos = {(s.colour, s.linestyle) for s in styles.values()}
+    assert len(combos) == len(names)
+    assert len({(s.colour, s.hatch) for s in styles.values()}) == len(names)
+    assert len({(s.colour, s.marker) for s in styles.values()}) == len(names)
+
+
+def test_plots_use_the_same_colour_for_a_strategy(tables: tuple[pd.DataFrame, pd.DataFrame],
+                                                  small_headline: pd.DataFrame) -> None:
+    sessions, calls = tables
+    expected = strategy_colours(STRATEGIES)
+    figs = figures(sessions, calls, small_headline)
+    for name in ("ecdf_input_tokens", "ecdf_latency", "syntax_errors_by_context", "cost_vs_success"):
+        seen = strategy_line_colours(figs[name])
+        assert seen == {k: v.upper() for k, v in expected.items()}, name
+    panels = figs["context_tokens_by_turn"].axes
+    for ax in panels:
+        coloured = {line.get_color() for line in ax.get_lines()} - {"#BBBBBB"}
+        assert coloured == {expected[ax.get_title()]}
+
+
+def test_write_plots_shares_one_colour_map_across_tables(tmp_path: Path) -> None:
+    # A strategy present in calls only must not shift the colours of the sessions plots.
+    sessions, calls = make_tables(strategies=("b", "c"), sessions_per_strategy=3)
+    extra = make_tables(strategies=("a",), sessions_per_strategy=2)[1]
+    calls = pd.concat([calls, extra], ignore_index=True)
+    styles = plots.strategy_styles(plots.strategies_of(sessions, calls))
+    fig = ecdf_latency(sessions, styles=styles)
+    assert strategy_line_colours(fig)["b"] == OKABE_ITO[1].upper()
+
+
+# ------------------------------------------------------------------------------------- determinism
+
+
+def test_same_inputs_give_byte_identical_pngs(tmp_path: Path, tables: tuple[pd.DataFrame, pd.DataFrame],
+                                              small_headline: pd.DataFrame) -> None:
+    sessions, calls = tables
+    first = write_plots(sessions, calls, tmp_path / "one", headline=small_headline)
+    second = write_plots(sessions.sample(frac=1.0, random_state=3), calls.sample(frac=1.0, random_state=4),
+                         tmp_path / "two", headline=small_headline)
+    for name in PLOT_NAMES:
+        assert first[name].read_bytes() == second[name].read_bytes(), name
+
+
+def test_png_embeds_no_software_or_date(tmp_path: Path, tables: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    sessions, _ = tables
+    path = save_png(ecdf_latency(sessions), tmp_path / "latency.png")
+    with Image.open(path) as image:
+        text = {k.lower(): v for k, v in image.info.items() if isinstance(v, str)}
+    assert "software" not in text
+    assert not any("matplotlib" in v.lower() for v in text.values())
+
+
+# ----------------------------------------------------------------------------------------- edge cases
+
+
+EMPTY_SESSIONS = make_tables(sessions_per_strategy=1)[0].iloc[0:0]
+EMPTY_CALLS = make_tables(sessions_per_strategy=1)[1].iloc[0:0]
+
+
+@pytest.mark.parametrize("sessions, calls", [
+    (EMPTY_SESSIONS, EMPTY_CALLS),
+    (pd.DataFrame(), pd.DataFrame()),
+    (make_tables(sessions_per_strategy=3)[0], EMPTY_CALLS),
+], ids=["empty-with-columns", "empty-no-columns", "no-calls"])
+def test_empty_inputs_do_not_crash(tmp_path: Path, sessions: pd.DataFrame, calls: pd.DataFrame) -> None:
+    written = write_plots(sessions, calls, tmp_path)
+    assert set(written) == set(PLOT_NAMES)
+    for path in written.values():
+        assert_png(path)
+
+
+def test_single_strategy(tmp_path: Path) -> None:
+    sessions, calls = make_tables(strategies=("only",), sessions_per_strategy=1)
+    for path in write_plots(sessions, calls, tmp_path).values():
+        assert_png(path)
+
+
+def test_strategy_without_agent_calls(tmp_path: Path) -> None:
+    sessions, calls = make_tables(sessions_per_strategy=3)
+    calls = calls[~((calls["strategy"] == "unbounded") & (calls["call_kind"] == "agent"))]
+    written = write_plots(sessions, calls, tmp_path)
+    for path in written.values():
+        assert_png(path)
+    fig = syntax_errors_by_context(calls, min_calls=1)
+    assert "unbounded" not in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_headline_with_nan_and_unknown_outcomes(tmp_path: Path) -> None:
+    sessions, _ = make_tables(sessions_per_strategy=3)
+    sessions.loc[sessions.index[0], "outcome"] = "some_future_outcome"
+    head = headline(sessions, resamples=50)
+    head.loc[head["strategy"] == "summarize", ["value", "ci_low", "ci_high"]] = np.nan
+    assert_png(save_png(cost_vs_success(sessions, headline=head), tmp_path / "c.png"))
+    assert_png(save_png(outcome_mix(sessions), tmp_path / "o.png"))
+
+
+def test_long_strategy_names_are_shortened(tables: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    sessions, _ = tables
+    long = "a_third_party_strategy_with_a_remarkably_long_registry_name"
+    sessions = sessions.assign(strategy=sessions["strategy"].replace({"unbounded": long}))
+    ax = main_axes(outcome_mix(sessions))
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert max(len(label) for label in labels) <= plots.MAX_LABEL
+    assert any(label.endswith("…") for label in labels)
+
+
+# ------------------------------------------------------------------------------------------ layering
+
+
+def test_module_does_not_import_the_runtime() -> None:
+    code = ("import sys, reports.plots; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('strategies', 'scenarios') "
+            "or m in ('harness.runtime', 'harness.model', 'harness.runner') or m == 'matplotlib.pyplot']; "
+            "print(','.join(sorted(bad)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == ""
+
