@@ -1,6 +1,7 @@
 """The ``ctxbench`` command: parses arguments and calls one library function per subcommand.
 
-Exit codes: 0 success, 2 usage error (one line on stderr naming what is wrong, no traceback).
+Exit codes: 0 success, 1 a compare gate failed or sessions errored, 2 usage error (one line on stderr
+naming what is wrong, no traceback).
 """
 
 from __future__ import annotations
@@ -179,8 +180,51 @@ def _run(args: argparse.Namespace) -> int:
               f"{summary.batches_skipped} resumed; {summary.wall_s:.1f} s, "
               f"{total / summary.wall_s if summary.wall_s > 0 else 0:.1f} session rows/s)")
     _print_summary(summary.sessions, args.json)
+    if not args.no_report and not summary.sessions.empty:
+        from reports.render import write_report
+
+        written = write_report(out)
+        if not args.quiet:
+            print(f"ctxbench: report: {', '.join(str(p) for p in written)}", file=sys.stderr)
     if summary.errors:
         print(f"ctxbench: {summary.errors} sessions failed with outcome 'error' (see the error column)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from reports.render import ReportInputError, check_formats, check_run_dir, write_report
+
+    try:
+        formats = check_formats(args.format.split(","))
+        run_dir = check_run_dir(args.run_dir)
+        written = write_report(run_dir, formats, baseline=args.baseline)
+    except ReportInputError as e:
+        raise UsageError(f"report: {e}") from None
+    for path in written:
+        print(path)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from reports.compare import compare, parse_metrics, parse_threshold
+    from reports.render import ReportInputError, check_run_dir
+
+    try:
+        metrics = parse_metrics(args.metric)
+        thresholds = [parse_threshold(t) for t in args.fail_on]
+        run_a, run_b = check_run_dir(args.run_a), check_run_dir(args.run_b)
+        result = compare(run_a, run_b, metrics, thresholds)
+    except ReportInputError as e:
+        raise UsageError(f"compare: {e}") from None
+    if args.json:
+        print(json.dumps(result.to_records(), indent=2))
+    else:
+        print(result.to_text(), end="")
+    if result.failed:
+        failed = dict.fromkeys(b.threshold.text for b in result.breaches)
+        print(f"ctxbench: compare: gate failed: {', '.join(failed)} ({len(result.breaches)} strategy rows crossed)",
               file=sys.stderr)
         return 1
     return 0
@@ -235,7 +279,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-resume", action="store_true", help="refuse to reuse an existing run directory")
     run.add_argument("--quiet", action="store_true", help="no progress bar, no header line")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    run.add_argument("--no-report", action="store_true", help="do not write report.html / report.md at the end")
     run.set_defaults(func=_run)
+
+    report = sub.add_parser("report", help="write report.html and report.md (and plots/*.png) for a run directory")
+    report.add_argument("run_dir")
+    report.add_argument("--format", default="html,md", help="comma-separated: html, md (default: html,md)")
+    report.add_argument("--baseline", default="unbounded",
+                        help="strategy the paired differences are against (default: unbounded; the run's first "
+                             "strategy when absent)")
+    report.set_defaults(func=_report)
+
+    comp = sub.add_parser("compare", help="compare two runs per metric and strategy; gate on thresholds")
+    comp.add_argument("run_a")
+    comp.add_argument("run_b")
+    comp.add_argument("--metric", action="append", default=[],
+                      help="metric to show (repeatable or comma-separated; default: every headline metric)")
+    comp.add_argument("--fail-on", action="append", default=[], metavar="METRIC:THRESHOLD",
+                      help="exit 1 when B - A crosses it: +2pp (rates), +5%% (relative), +1000 (units); the sign is "
+                           "the direction that fails (repeatable)")
+    comp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    comp.set_defaults(func=_compare)
 
     validate = sub.add_parser("validate", help="check a config (loading and wiring) without running it")
     validate.add_argument("config")

@@ -5,6 +5,7 @@ breakdowns. Vectorised numpy; the bootstrap resamples sessions (never calls) wit
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,9 +78,10 @@ def _arrays(frame: pd.DataFrame, metric: Metric) -> tuple[np.ndarray, np.ndarray
     return values, denominators
 
 
-def _rng(seed: int, *parts: str) -> np.random.Generator:
-    """A generator per (table, metric, strategy): adding a strategy never shifts another's CI."""
-    key = [seed, *(int.from_bytes(p.encode()[:8].ljust(8, b"\0"), "big") for p in parts)]
+def rng_for(seed: int, *parts: str) -> np.random.Generator:
+    """A generator per (table, metric, strategy): adding a strategy never shifts another's CI, and
+    no two metrics or strategies share a resample stream (each name is hashed whole)."""
+    key = [seed, *(int.from_bytes(hashlib.blake2b(p.encode(), digest_size=8).digest(), "big") for p in parts)]
     return np.random.default_rng(key)
 
 
@@ -114,7 +116,7 @@ def headline(sessions: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed
         for metric in METRICS.values():
             values, den = _arrays(group, metric)
             value, lo, hi = bootstrap(values, metric, denominators=den, resamples=resamples,
-                                      rng=_rng(seed, "headline", metric.name, str(strategy)), confidence=confidence)
+                                      rng=rng_for(seed, "headline", metric.name, str(strategy)), confidence=confidence)
             rows.append({"strategy": strategy, "metric": metric.name, "value": value, "ci_low": lo, "ci_high": hi,
                          "n": len(group)})
     return pd.DataFrame(rows)
@@ -150,7 +152,7 @@ def paired(sessions: pd.DataFrame, baseline: str = "unbounded", *, resamples: in
             full = np.arange(n)
             diff = float(stat(va, da, full) - stat(vb, db, full))
             base_value = float(stat(vb, db, full))
-            idx = _rng(seed, "paired", metric.name, str(strategy)).integers(0, n, size=(resamples, n))
+            idx = rng_for(seed, "paired", metric.name, str(strategy)).integers(0, n, size=(resamples, n))
             lo, hi = _interval(stat(va, da, idx) - stat(vb, db, idx), confidence)
             rows.append({"strategy": strategy, "baseline": baseline, "metric": metric.name, "n": n, "diff": diff,
                          "ci_low": lo, "ci_high": hi,
