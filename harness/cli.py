@@ -148,16 +148,12 @@ def load_config_from_data(path: str | None, data: dict[str, Any]) -> Any:
 
 
 def _print_summary(sessions: Any, as_json: bool) -> None:
-    from harness.summary import summary_records, summary_table
+    from reports.summary import summary_records, summary_text
 
     if sessions.empty:
         print("[]" if as_json else "no sessions in this run (a shard without batches?)")
         return
-    table = summary_table(sessions)
-    if as_json:
-        print(json.dumps(summary_records(table), indent=2))
-    else:
-        print(table.to_string())
+    print(json.dumps(summary_records(sessions), indent=2) if as_json else summary_text(sessions))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -158,6 +158,9 @@ def test_run_json_prints_a_parseable_summary(tmp_path: Path) -> None:
     for r in records:
         assert 0 <= r["success_rate"] <= 1
         assert {"context_tokens_mean", "tool_syntax_error_rate", "loop_rate", "latency_s_p95"} <= set(r)
+        for metric in ("success_rate", "context_tokens_mean", "latency_s_p95", "cost_usd_per_session"):
+            low, high = r[f"{metric}_ci"]
+            assert low <= r[metric] + 1e-9 and r[metric] <= high + 1e-9, (metric, r)
     assert all((tmp_path / "out" / name).exists() for name in TABLES)
 
 
