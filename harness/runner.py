@@ -15,7 +15,6 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 import tomllib
 import traceback
@@ -36,6 +35,7 @@ import scenarios
 import strategies
 from harness.config import RunConfig, StrategyEntry
 from harness.crn import session_seed
+from harness.files import write_atomically
 from harness.metrics import CallRecord, SessionRecord
 from harness.profiles import Profile
 from harness.runtime import Switches, replay
@@ -232,21 +232,6 @@ EXECUTORS: dict[str, Callable[[Sequence[Task], int, str | None], Iterator[Result
 
 
 # The run directory ----------------------------------------------------------------------------------
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write through a temp file in the same directory, fsync, rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _part_text(session_rows: list[dict[str, Any]], call_rows: list[dict[str, Any]]) -> bytes:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.files import write_atomically
 from reports import stats
 from reports.stats import METRICS, Metric
 
@@ -221,22 +220,6 @@ def collect(run_dir: str | Path, *, baseline: str = "unbounded", plots_dir: Path
         paired=pair, outcomes=stats.outcome_shares(sessions), families=stats.breakdown(sessions, "family"),
         loops=stats.loop_rules(sessions), plots=plots,
     )
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Temp file in the same directory, fsync, rename: a reader never sees half a report."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600 would hide the report from other readers
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str = "unbounded") -> list[Path]:

@@ -19,16 +19,9 @@ from harness.config import RunConfig
 from harness.runner import run
 from reports.compare import Threshold, compare, parse_metrics, parse_threshold
 from reports.stats import METRICS
+from tests.reports.runs import SMALL_RUN
 
-CONFIG: dict[str, Any] = {
-    "sessions": 12,
-    "seed": 3,
-    "batch_size": 4,
-    "executor": "serial",
-    "scenarios": [{"name": "mix", "turns": 20}],
-    "strategies": [{"name": "unbounded"}, {"name": "sliding_window", "label": "sw20", "window_size": 20},
-                   {"name": "offload_contracts"}],
-}
+CONFIG: dict[str, Any] = SMALL_RUN
 STRATEGIES = ["offload_contracts", "sw20", "unbounded"]
 #: Run B: one more unbounded session loops (+1/12 = +8.33pp) and every context is 3% larger.
 CONTEXT_FACTOR = 1.03

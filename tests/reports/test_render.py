@@ -25,17 +25,10 @@ from reports import stats
 from reports.plots import PLOT_NAMES
 from reports.render import SECTIONS, ReportInputError, format_interval, format_value, write_report
 from reports.stats import METRICS
+from tests.reports.runs import SMALL_RUN
 
 STRATEGIES = ["unbounded", "sw20", "offload_contracts"]
-CONFIG: dict[str, Any] = {
-    "sessions": 12,
-    "seed": 3,
-    "batch_size": 4,
-    "executor": "serial",
-    "scenarios": [{"name": "mix", "turns": 20}],
-    "strategies": [{"name": "unbounded"}, {"name": "sliding_window", "label": "sw20", "window_size": 20},
-                   {"name": "offload_contracts"}],
-}
+CONFIG: dict[str, Any] = SMALL_RUN
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
