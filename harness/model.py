@@ -21,7 +21,7 @@ from harness.messages import ErrorInfo, Message, Text, ToolUse, parse_error
 from harness.profiles import Profile
 from harness.stubs import parse_stub
 from harness.tokens import Tokenizer, default_tokenizer
-from harness.tools import CATALOGUE, required_args
+from harness.tools import required_args
 from scenarios.base import LITERAL_PREFIX, SessionScript, Step
 from scenarios.draws import BASE32
 
@@ -458,4 +458,4 @@ class MockModel:
         return "\n".join(lines), written
 
 
-__all__ = ["CATALOGUE", "Decision", "MockModel", "Pointer", "ToolCall", "concrete_args", "literal_value"]
+__all__ = ["Decision", "MockModel", "Pointer", "ToolCall", "concrete_args", "literal_value"]
