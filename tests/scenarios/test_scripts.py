@@ -67,18 +67,6 @@ LARGE_PAYLOAD_BYTES = 100_000
 # Fixtures --------------------------------------------------------------------------------------
 
 
-def _skip_if_defaults_unusable(name: str) -> None:
-    """A family whose default params refer to families not registered yet (e.g. a mix of families
-    still being written) cannot generate today; skip it rather than fail."""
-    cls = scenarios.get(name)
-    try:
-        cls.Params()
-    except pydantic.ValidationError as e:
-        if "unknown scenario" in str(e):
-            pytest.skip(f"{name}: default params name unregistered families ({e.errors()[0]['msg']})")
-        raise
-
-
 def _seeds(name: str) -> range:
     return range(SEEDS_OVERRIDE.get(name, SEEDS_PER_FAMILY))
 
@@ -91,7 +79,6 @@ def min_turns(name: str) -> int:
 
 @pytest.fixture(scope="module", params=scenarios.names())
 def family(request: pytest.FixtureRequest) -> str:
-    _skip_if_defaults_unusable(request.param)
     return request.param
 
 
