@@ -63,6 +63,9 @@ class Profile(BaseModel):
     price_out: float = Field(ge=0)
     #: Prompt caching: minimum cacheable prompt (None: caching off), TTL refreshed on hit, granularity.
     cache_min_tokens: int | None = Field(default=1024, ge=1)
+    #: False turns prompt caching off whatever the fields below say (a TOML config has no null, so
+    #: this is how one writes "caching off", e.g. for The Complexity Trap's cost comparison).
+    caching: bool = True
     cache_ttl_s: float = Field(default=300.0, gt=0)
     cache_granularity: int = Field(default=1, ge=1)
     #: Throttling, off by default: a per-call probability, or limits over 60 s of session clock.

@@ -103,7 +103,7 @@ class PromptCache:
         self._previous = list(window)
         p = self.profile
         prompt = self.system_tokens + (window.tokens if isinstance(window, Window) else sum(m.tokens for m in window))
-        if p.cache_min_tokens is None or prompt < p.cache_min_tokens:
+        if not p.caching or p.cache_min_tokens is None or prompt < p.cache_min_tokens:
             return 0, 0
         cached_prefix = self.system_tokens + prefix
         fresh = self._last_use is not None and now - self._last_use <= p.cache_ttl_s

@@ -143,6 +143,12 @@ def test_validate_seed_article_example_exits_0(tmp_path: Path) -> None:
     assert "ok (5000 sessions, 2 strategies" in result.stdout
 
 
+def test_validate_complexity_trap_example_exits_0(tmp_path: Path) -> None:
+    result = ctxbench("validate", ROOT / "examples" / "complexity-trap.toml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "ok (1000 sessions, 4 strategies" in result.stdout
+
+
 def test_validate_creates_no_run_directory(tmp_path: Path) -> None:
     write_config(tmp_path, TINY)
     result = ctxbench("validate", "tiny.toml", cwd=tmp_path)

@@ -622,3 +622,14 @@ def test_record_is_a_session_record_with_matching_identity() -> None:
     record = replay(script, "unbounded", ORACLE, scenario="mix", session_index=3, strategy_label="raw").record
     assert isinstance(record, SessionRecord)
     assert (record.scenario, record.session_index, record.strategy, record.seed) == ("mix", 3, "raw", script.seed)
+
+
+def test_caching_false_turns_prompt_caching_off() -> None:
+    """A profile with caching = false caches nothing, even for an append-only window."""
+    window = [Message.user("x " * 2000, kind="task"), Message.assistant("y " * 2000)]
+    on = PromptCache(profile("frontier"), 2000)
+    off = PromptCache(profile("frontier", caching=False), 2000)
+    for cache in (on, off):
+        cache.account(window[:1], None, 0.0)
+    assert on.account(window, None, 1.0)[0] > 0
+    assert off.account(window, None, 1.0) == (0, 0)
