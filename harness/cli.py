@@ -157,11 +157,51 @@ def _print_summary(sessions: Any, as_json: bool) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    return _execute(_load(args), args, default_stem="default")
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """``ctxbench sweep``: a run whose config has a ``[sweep]`` table, from the file or from flags."""
+    from harness.config import DEFAULT_SWEEP, ConfigError
+
+    if args.config is None:
+        args.config = str(DEFAULT_SWEEP)
+    config = _load(args)
+    data = config.model_dump(mode="python", exclude_none=True)
+    sweep = dict(data.get("sweep") or {})
+    if args.models:
+        sweep["models"] = _names(args.models)
+    if args.param:
+        params = dict(sweep.get("params") or {})
+        for pair in args.param:
+            key, sep, raw = pair.partition("=")
+            if not sep or not key or not raw:
+                raise UsageError(f"--param: expected STRATEGY.PARAM=V1,V2,..., got {pair!r}")
+            params[key] = [_value(v) for v in raw.split(",")]
+        sweep["params"] = params
+    if not sweep.get("params") and not sweep.get("models"):
+        raise UsageError(f"sweep: {args.config} has no [sweep] table; give --param STRATEGY.PARAM=V1,V2 "
+                         "or --models a,b")
+    data["sweep"] = sweep
+    try:
+        config = load_config_from_data(args.config, data)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    return _execute(config, args, default_stem="sweep")
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _execute(config: Any, args: argparse.Namespace, *, default_stem: str) -> int:
     from harness.runner import RunError, run
 
-    config = _load(args)
     shard = _shard(args.shard)
-    stem = Path(args.config).stem if args.config else "default"
+    stem = Path(args.config).stem if args.config else default_stem
     default_name = stem if shard is None else f"{stem}-shard{shard[0]}of{shard[1]}"
     out = Path(args.out) if args.out else Path("runs") / default_name
     if out.exists() and not out.is_dir():
@@ -228,7 +268,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     config = _load(args)
-    print(f"{args.config}: ok ({config.sessions} sessions, {len(config.strategy_entries())} strategies, "
+    variants = len(config.variants())
+    grid = f", {variants} variants in the sweep" if config.sweep is not None else ""
+    print(f"{args.config}: ok ({config.sessions} sessions, {len(config.strategy_entries())} strategies{grid}, "
           f"config hash {config.config_hash()[:12]})")
     return 0
 
@@ -255,13 +297,8 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ctxbench", description="Benchmark LLM-agent context strategies.")
-    parser.add_argument("--version", action="version", version=f"ctxbench {harness.__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    run = sub.add_parser("run", help="replay sessions under every strategy into a run directory")
-    run.add_argument("config", nargs="?", help="TOML config (default: the embedded examples/default.toml)")
+def _run_flags(run: argparse.ArgumentParser) -> None:
+    """The flags `run` and `sweep` share."""
     run.add_argument("--sessions", type=int)
     run.add_argument("--strategies", help="comma-separated names or labels from the config")
     run.add_argument("--scenarios", help="comma-separated scenario names (replaces the config's)")
@@ -276,7 +313,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar, no header line")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     run.add_argument("--no-report", action="store_true", help="do not write report.html / report.md at the end")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ctxbench", description="Benchmark LLM-agent context strategies.")
+    parser.add_argument("--version", action="version", version=f"ctxbench {harness.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="replay sessions under every strategy into a run directory")
+    run.add_argument("config", nargs="?", help="TOML config (default: the embedded examples/default.toml)")
+    _run_flags(run)
     run.set_defaults(func=_run)
+
+    sweep = sub.add_parser("sweep", help="a grid over strategy params and model profiles in one run directory, "
+                                         "with a sweep page plotting every headline metric against each param")
+    sweep.add_argument("config", nargs="?",
+                       help="TOML config, with or without a [sweep] table (default: the embedded examples/sweep.toml)")
+    sweep.add_argument("--param", action="append", default=[], metavar="STRATEGY.PARAM=V1,V2,...",
+                       help="values of one strategy param, e.g. sliding_window.window_size=10,20,40,80 (repeatable; "
+                            "adds to or replaces the config's [sweep.params])")
+    sweep.add_argument("--models", help="comma-separated model profiles to cross the grid with (replaces the config's)")
+    _run_flags(sweep)
+    sweep.set_defaults(func=_sweep)
 
     report = sub.add_parser("report", help="write report.html and report.md (and plots/*.png) for a run directory")
     report.add_argument("run_dir")

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +24,8 @@ from harness.profiles import PROFILE_NAMES, Profile, profile
 #: The embedded default config: ``harness/default.toml`` is a link to ``examples/default.toml`` in the
 #: source tree and a copy of it in an installed wheel.
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.toml"
+#: The embedded default of ``ctxbench sweep`` (a link to ``examples/sweep.toml``, like the above).
+DEFAULT_SWEEP = Path(__file__).resolve().parent / "sweep.toml"
 SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget")
 #: `pipeline` has no defaults; runs with every strategy use the composition strategies.md 3.7 recommends.
 DEFAULT_PIPELINE: dict[str, Any] = {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window"}]}
@@ -58,6 +61,8 @@ class StrategyEntry(BaseModel):
     errors: Literal["plain", "three_class"] | None = None
     breaker: bool | None = None
     token_budget: int | None = Field(None, ge=1)
+    #: This entry's model profile (a name or a table like the run's ``model``); none = the run's.
+    model: str | dict[str, Any] | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -69,6 +74,67 @@ class StrategyEntry(BaseModel):
 
     def switch_overrides(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in SWITCH_KEYS if getattr(self, k) is not None}
+
+
+SweepValue = int | float | bool | str
+
+
+class SweepSpec(BaseModel):
+    """The ``[sweep]`` table: a one-factor-at-a-time grid over strategy params, crossed with profiles.
+
+    ``params`` maps ``"<strategy label or name>.<param>"`` to the values to try; every other param of
+    that strategy keeps its configured value. A swept strategy runs at each of its grid values instead
+    of once; the others run once. ``models`` crosses all of it with model profiles (empty: the run's
+    model). Every variant replays the same sessions, so the grid is paired throughout.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: list[str] = Field(default_factory=list)
+    params: dict[str, list[SweepValue]] = Field(default_factory=dict)
+
+    @field_validator("models")
+    @classmethod
+    def _known_models(cls, value: list[str]) -> list[str]:
+        for i, name in enumerate(value):
+            if name not in PROFILE_NAMES:
+                raise ValueError(f"models[{i}]: unknown profile {name!r} (known: {', '.join(PROFILE_NAMES)})")
+        if len(set(value)) != len(value):
+            raise ValueError("models: a profile appears twice")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _axes(cls, value: dict[str, list[SweepValue]]) -> dict[str, list[SweepValue]]:
+        for key, values in value.items():
+            target, dot, param = key.rpartition(".")
+            if not dot or not target or not param:
+                raise ValueError(f"params.{key}: expected \"<strategy>.<param>\", e.g. sliding_window.window_size")
+            if not values:
+                raise ValueError(f"params.{key}: give at least one value")
+            if len({json.dumps(v) for v in values}) != len(values):
+                raise ValueError(f"params.{key}: a value appears twice")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One strategy as the runner replays it: the entry (label and params final), its profile, and
+    where it sits in a sweep (``sweep_param`` is "" outside a sweep)."""
+
+    entry: StrategyEntry
+    model: str
+    profile: Profile
+    sweep_param: str = ""
+    sweep_value: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.entry.key
+
+    def tags(self) -> dict[str, Any]:
+        """The columns a session row gets besides the replay's own."""
+        return {"model": self.model, "sweep_param": self.sweep_param, "sweep_value": self.sweep_value}
 
 
 class RunConfig(BaseModel):
@@ -88,6 +154,8 @@ class RunConfig(BaseModel):
     scenarios: list[ScenarioEntry] = Field(default_factory=lambda: [ScenarioEntry(name="mix")], min_length=1)
     #: Empty means every registered strategy with its defaults.
     strategies: list[StrategyEntry] = Field(default_factory=list)
+    #: A grid over strategy params and profiles (see `SweepSpec`); none = one run as configured.
+    sweep: SweepSpec | None = None
 
     @field_validator("scheduler")
     @classmethod
@@ -124,31 +192,72 @@ class RunConfig(BaseModel):
             if strategy.key in labels:
                 raise ValueError(f"strategies[{i}].label: {strategy.key!r} is used twice (give each entry a label)")
             labels.add(strategy.key)
+            if strategy.model is not None:
+                _resolve_profile(strategy.model, f"strategies[{i}].model")
         self.profile()  # raises ValueError naming the problem
+        if self.sweep is not None:
+            self._check_sweep(self.sweep)
         return self
 
+    def _check_sweep(self, sweep: SweepSpec) -> None:
+        entries = {e.key: e for e in self.strategy_entries()}
+        for key, values in sweep.params.items():
+            target, _, param = key.rpartition(".")
+            entry = entries.get(target) or next((e for e in entries.values() if e.name == target), None)
+            if entry is None:
+                raise ValueError(f"sweep.params.{key}: no strategy {target!r} in this run "
+                                 f"(known: {', '.join(entries)})")
+            fields = strategies.get(entry.name).Params.model_fields
+            if param not in fields:
+                raise ValueError(f"sweep.params.{key}: {entry.name} has no param {param!r} "
+                                 f"(known: {', '.join(fields)})")
+            for j, value in enumerate(values):
+                try:
+                    strategies.create(entry.name, **(entry.params | {param: value}))
+                except ValidationError as e:
+                    raise ValueError(f"sweep.params.{key}[{j}]: {_first_error(e)}") from None
+
     def profile(self) -> Profile:
-        if isinstance(self.model, str):
-            if self.model in PROFILE_NAMES:
-                return profile(self.model)
-            raise ValueError(f"model: unknown profile {self.model!r} (known: {', '.join(PROFILE_NAMES)}, "
-                             "or a [model] table)")
-        fields = dict(self.model)
-        base = fields.pop("base", None)
-        try:
-            if base is not None:
-                return profile(str(base), **fields)
-            return Profile(**fields)
-        except KeyError as e:
-            raise ValueError(f"model.base: {e.args[0]}") from None
-        except ValidationError as e:
-            raise ValueError(f"model: {_first_error(e)}") from None
+        return _resolve_profile(self.model, "model")
 
     def strategy_entries(self) -> list[StrategyEntry]:
         """The strategies to run: the configured ones, or every registered one with its defaults."""
         if self.strategies:
             return list(self.strategies)
         return [StrategyEntry(name=n, **_default_params(n)) for n in strategies.names()]
+
+    def variants(self) -> list[Variant]:
+        """What the runner replays every session under: the strategy entries, expanded by the sweep.
+
+        Labels stay the configured ones outside a sweep. In a sweep, a swept variant is labelled
+        ``<label>[<param>=<value>]`` and, when the sweep crosses profiles, every label ends in
+        ``@<profile>``; labels are therefore unique, and ``strategy`` stays the key of every table.
+        """
+        entries = self.strategy_entries()
+        if self.sweep is None:
+            return [_variant(e, self.model) for e in entries]
+        models: list[str | dict[str, Any]] = list(self.sweep.models) or [self.model]
+        axes: dict[str, list[tuple[str, list[SweepValue]]]] = {}
+        for key, values in self.sweep.params.items():
+            target, _, param = key.rpartition(".")
+            entry = next(e for e in entries if e.key == target or e.name == target)
+            axes.setdefault(entry.key, []).append((param, values))
+        out: list[Variant] = []
+        for model in models:
+            suffix = f"@{model}" if self.sweep.models else ""
+            for entry in entries:
+                if entry.key not in axes:
+                    base = entry.model_copy(update={"label": entry.key + suffix})
+                    out.append(_variant(base, model))
+                    continue
+                for param, values in axes[entry.key]:
+                    for value in values:
+                        label = f"{entry.key}[{param}={_show(value)}]{suffix}"
+                        data = entry.model_dump(exclude_none=True) | entry.params | {param: value, "label": label}
+                        variant = _variant(StrategyEntry(**data), model)
+                        out.append(Variant(variant.entry, variant.model, variant.profile,
+                                           f"{entry.key}.{param}", _number(value)))
+        return out
 
     def resolved(self) -> dict[str, Any]:
         """Every default filled in: what ``config.toml`` of a run directory holds and the hash covers."""
@@ -162,8 +271,13 @@ class RunConfig(BaseModel):
              **_switches_of(e)}
             for e in self.strategy_entries()
         ]
+        for row, e in zip(data["strategies"], self.strategy_entries(), strict=True):
+            if e.model is not None:
+                row["model"] = _resolve_profile(e.model, "model").model_dump(mode="json")
         if isinstance(self.model, dict):
             data["model"] = self.profile().model_dump(mode="json")
+        if self.sweep is None:
+            data.pop("sweep", None)
         return data
 
     def config_hash(self) -> str:
@@ -171,6 +285,40 @@ class RunConfig(BaseModel):
         never change the results."""
         text = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _resolve_profile(model: str | dict[str, Any], field: str) -> Profile:
+    """A profile from a name or a table (``base = "<name>"`` plus changes); ValueError names ``field``."""
+    if isinstance(model, str):
+        if model in PROFILE_NAMES:
+            return profile(model)
+        raise ValueError(f"{field}: unknown profile {model!r} (known: {', '.join(PROFILE_NAMES)}, "
+                         "or a table)")
+    fields = dict(model)
+    base = fields.pop("base", None)
+    try:
+        if base is not None:
+            return profile(str(base), **fields)
+        return Profile(**fields)
+    except KeyError as e:
+        raise ValueError(f"{field}.base: {e.args[0]}") from None
+    except ValidationError as e:
+        raise ValueError(f"{field}: {_first_error(e)}") from None
+
+
+def _variant(entry: StrategyEntry, model: str | dict[str, Any]) -> Variant:
+    """The entry under its own profile when it names one, else under ``model``."""
+    prof = _resolve_profile(entry.model if entry.model is not None else model, "model")
+    return Variant(entry, prof.name, prof)
+
+
+def _number(value: SweepValue) -> float | None:
+    """A grid value as the float of the ``sweep_value`` column (None for text and booleans)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _show(value: SweepValue) -> str:
+    return json.dumps(value) if isinstance(value, bool | str) else f"{value:g}"
 
 
 def _switches_of(entry: StrategyEntry) -> dict[str, Any]:

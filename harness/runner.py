@@ -33,7 +33,7 @@ import tomli_w
 import harness
 import scenarios
 import strategies
-from harness.config import RunConfig, StrategyEntry
+from harness.config import RunConfig
 from harness.crn import session_seed
 from harness.files import write_atomically
 from harness.metrics import CallRecord, SessionRecord
@@ -41,7 +41,8 @@ from harness.profiles import Profile
 from harness.runtime import Switches, replay
 
 SESSIONS_TABLE, CALLS_TABLE, MANIFEST = "sessions.parquet", "calls.parquet", "manifest.json"
-SESSION_COLUMNS = list(SessionRecord.__dataclass_fields__)
+#: The replay's own columns, then where the row sits in the run: its profile and its sweep point.
+SESSION_COLUMNS = [*SessionRecord.__dataclass_fields__, "model", "sweep_param", "sweep_value"]
 CALL_COLUMNS = list(CallRecord.__dataclass_fields__)
 
 
@@ -105,19 +106,32 @@ def shard_of(batches: Sequence[Batch], shard: tuple[int, int] | None) -> list[Ba
 
 
 @dataclass(frozen=True, slots=True)
+class StrategySpec:
+    """One variant of `RunConfig.variants`, as plain data a worker process can receive."""
+
+    name: str
+    label: str
+    params: dict[str, Any]
+    switches: dict[str, Any]
+    #: Index into `Task.profiles`.
+    profile: int
+    tags: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Task:
     """What a worker needs for one batch (plain, picklable data)."""
 
     batch: Batch
     root_seed: int
     scenarios: tuple[tuple[str, dict[str, Any]], ...]
-    strategies: tuple[tuple[str, str, dict[str, Any], dict[str, Any]], ...]
-    profile: dict[str, Any]
+    strategies: tuple[StrategySpec, ...]
+    profiles: tuple[dict[str, Any], ...]
 
 
 def run_batch(task: Task) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     """Replay every session of a batch under every strategy: (batch id, session rows, call rows)."""
-    prof = Profile(**task.profile)
+    profiles = [Profile(**p) for p in task.profiles]
     session_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
     for cell in task.batch.cells:
@@ -126,46 +140,51 @@ def run_batch(task: Task) -> tuple[str, list[dict[str, Any]], list[dict[str, Any
         try:
             script = scenarios.generate(scenario, seed, **params)
         except Exception as e:  # a generator bug: record it against every strategy and go on
-            for _name, label, _, switches in task.strategies:
-                session_rows.append(_error_row(scenario, cell.session_index, seed, label, switches, e))
+            for spec in task.strategies:
+                session_rows.append(_error_row(scenario, cell.session_index, seed, spec, e))
             continue
-        for name, label, sparams, switches in task.strategies:
+        for spec in task.strategies:
             try:
-                result = replay(script, strategies.create(name, **sparams), prof, switches=Switches(**switches),
-                                scenario=scenario, session_index=cell.session_index, strategy_label=label)
+                result = replay(script, strategies.create(spec.name, **spec.params), profiles[spec.profile],
+                                switches=Switches(**spec.switches), scenario=scenario,
+                                session_index=cell.session_index, strategy_label=spec.label)
             except Exception as e:  # the run goes on; the row says what failed (exit code 1)
-                session_rows.append(_error_row(scenario, cell.session_index, seed, label, switches, e))
+                session_rows.append(_error_row(scenario, cell.session_index, seed, spec, e))
                 continue
-            session_rows.append(result.record.as_row())
+            session_rows.append(result.record.as_row() | spec.tags)
             call_rows.extend(c.as_row() for c in result.calls)
     return task.batch.id, session_rows, call_rows
 
 
-def _error_row(scenario: str, index: int, seed: int, label: str, switches: dict[str, Any],
-               e: BaseException) -> dict[str, Any]:
+def _error_row(scenario: str, index: int, seed: int, spec: StrategySpec, e: BaseException) -> dict[str, Any]:
+    switches = spec.switches
     row: dict[str, Any] = {c: 0 for c in SESSION_COLUMNS}
-    row |= {"scenario": scenario, "session_index": index, "seed": seed, "strategy": label, "outcome": "error",
+    row |= {"scenario": scenario, "session_index": index, "seed": seed, "strategy": spec.label, "outcome": "error",
             "contracts": bool(switches["contracts"]), "errors": switches["errors"],
             "breaker": bool(switches["breaker"]), "family": scenario, "loop_detected": False, "loop_rule": "",
             "context_tokens_mean": 0.0, "latency_s": 0.0, "tool_s": 0.0, "backoff_s": 0.0, "cost_usd": 0.0,
             "summary_cost_usd": 0.0,
-            "error": "".join(traceback.format_exception_only(type(e), e)).strip()}
+            "error": "".join(traceback.format_exception_only(type(e), e)).strip()} | spec.tags
     return row
 
 
 def make_task(config: RunConfig, batch: Batch) -> Task:
-    entries: list[StrategyEntry] = config.strategy_entries()
+    profiles: list[dict[str, Any]] = []
     strategy_specs = []
-    for e in entries:
+    for variant in config.variants():
+        e = variant.entry
         instance = strategies.create(e.name, **e.params)
         switches = Switches.for_strategy(instance, **e.switch_overrides()).model_dump(mode="json")
-        strategy_specs.append((e.name, e.key, e.params, switches))
+        dumped = variant.profile.model_dump(mode="json")
+        if dumped not in profiles:
+            profiles.append(dumped)
+        strategy_specs.append(StrategySpec(e.name, e.key, e.params, switches, profiles.index(dumped), variant.tags()))
     return Task(
         batch=batch,
         root_seed=config.seed,
         scenarios=tuple((s.name, s.params) for s in config.scenarios),
         strategies=tuple(strategy_specs),
-        profile=config.profile().model_dump(mode="json"),
+        profiles=tuple(profiles),
     )
 
 
@@ -253,6 +272,8 @@ def read_parts(parts_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, An
 
 def _table(rows: list[dict[str, Any]], columns: list[str], sort: list[str]) -> pa.Table:
     frame = pd.DataFrame(rows, columns=columns)
+    if "sweep_value" in frame:  # None outside a sweep: keep the column float (NaN) so the schema is stable
+        frame["sweep_value"] = frame["sweep_value"].astype("float64")
     if not frame.empty:
         frame = frame.sort_values(sort, kind="stable").reset_index(drop=True)
     return pa.Table.from_pandas(frame, preserve_index=False)
@@ -294,6 +315,7 @@ def write_tables(out_dir: Path, config: RunConfig, *, started: str, shard: tuple
         "config_hash": config.config_hash(),
         "shard": None if shard is None else f"{shard[0]}/{shard[1]}",
         "strategies": config.resolved()["strategies"],
+        "variants": [{"label": v.label, "name": v.entry.name} | v.tags() for v in config.variants()],
         "scenarios": config.resolved()["scenarios"],
         "model": config.profile().model_dump(mode="json"),
         "started": started,

@@ -173,8 +173,8 @@ class ReportData:
 def _strategy_order(sessions: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
     """The strategies in config order (from the manifest), then any others by name."""
     present = set(sessions["strategy"]) if not sessions.empty else set()
-    listed = [str(s.get("label") or s.get("name")) for s in manifest.get("strategies") or []
-              if isinstance(s, dict)]
+    entries = manifest.get("variants") or manifest.get("strategies") or []
+    listed = [str(s.get("label") or s.get("name")) for s in entries if isinstance(s, dict)]
     ordered = [s for s in dict.fromkeys(listed) if s in present]
     return ordered + sorted(present - set(ordered))
 

@@ -23,6 +23,7 @@ from harness.metrics import CallRecord, SessionRecord
 from harness.runner import (
     CALLS_TABLE,
     MANIFEST,
+    SESSION_COLUMNS,
     SESSIONS_TABLE,
     Batch,
     RunError,
@@ -184,7 +185,10 @@ def test_manifest_matches_the_tables(reference: Path) -> None:
 
 def test_sessions_table_has_one_row_per_cell_sorted_by_key(reference: Path) -> None:
     sessions = pd.read_parquet(reference / SESSIONS_TABLE)
-    assert list(sessions.columns) == list(SessionRecord.__dataclass_fields__)
+    assert list(sessions.columns) == [*SessionRecord.__dataclass_fields__, "model", "sweep_param", "sweep_value"]
+    assert sessions["sweep_value"].dtype == "float64"
+    assert set(sessions["model"]) == {"frontier"}
+    assert set(sessions["sweep_param"]) == {""} and sessions["sweep_value"].isna().all()
     assert not sessions.duplicated(KEY).any()
     assert len(sessions) == 10 * len(LABELS)
     assert sessions[KEY].values.tolist() == sessions.sort_values(KEY)[KEY].values.tolist()
@@ -373,7 +377,8 @@ def test_replay_that_raises_becomes_an_error_row_and_the_run_goes_on(tmp_path: P
                                   expected[expected["strategy"] != "unbounded"].reset_index(drop=True))
     calls = pd.read_parquet(tmp_path / "run" / CALLS_TABLE)
     assert "unbounded" not in set(calls["strategy"])
-    assert list(sessions.columns) == list(SessionRecord.__dataclass_fields__)
+    assert list(sessions.columns) == SESSION_COLUMNS
+    assert set(failed["model"]) == {"frontier"} and (failed["sweep_param"] == "").all()
 
 
 def test_cli_run_exits_1_when_sessions_errored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
