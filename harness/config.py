@@ -112,7 +112,7 @@ class SweepSpec(BaseModel):
                 raise ValueError(f"params.{key}: expected \"<strategy>.<param>\", e.g. sliding_window.window_size")
             if not values:
                 raise ValueError(f"params.{key}: give at least one value")
-            if len({json.dumps(v) for v in values}) != len(values):
+            if len({_same_value_key(v) for v in values}) != len(values):
                 raise ValueError(f"params.{key}: a value appears twice")
         return value
 
@@ -201,9 +201,18 @@ class RunConfig(BaseModel):
 
     def _check_sweep(self, sweep: SweepSpec) -> None:
         entries = {e.key: e for e in self.strategy_entries()}
+        if sweep.models:
+            for i, e in enumerate(self.strategy_entries()):
+                if e.model is not None:
+                    raise ValueError(f"strategies[{i}].model: an entry cannot name its own profile in a sweep over "
+                                     "sweep.models (every entry runs under each of those)")
         for key, values in sweep.params.items():
             target, _, param = key.rpartition(".")
-            entry = entries.get(target) or next((e for e in entries.values() if e.name == target), None)
+            named = [e for e in entries.values() if e.name == target]
+            if target not in entries and len(named) > 1:
+                raise ValueError(f"sweep.params.{key}: {len(named)} entries are named {target!r}; use a label "
+                                 f"({', '.join(e.key for e in named)})")
+            entry = entries.get(target) or (named[0] if named else None)
             if entry is None:
                 raise ValueError(f"sweep.params.{key}: no strategy {target!r} in this run "
                                  f"(known: {', '.join(entries)})")
@@ -318,7 +327,17 @@ def _number(value: SweepValue) -> float | None:
 
 
 def _show(value: SweepValue) -> str:
-    return json.dumps(value) if isinstance(value, bool | str) else f"{value:g}"
+    """A grid value in a label: exact (``repr`` of numbers), so two values never share a label."""
+    return json.dumps(value) if isinstance(value, bool | str) else repr(value)
+
+
+def _same_value_key(value: SweepValue) -> tuple[str, object]:
+    """Grid values that would configure the same thing (1 and 1.0) share a key; True is not 1."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", float(value))
+    return ("text", value)
 
 
 def _switches_of(entry: StrategyEntry) -> dict[str, Any]:

@@ -168,6 +168,10 @@ class ReportData:
     families: pd.DataFrame
     loops: pd.DataFrame
     plots: dict[str, Path]
+    #: A sweep run (``reports.sweep.is_sweep``): the report links the sweep page.
+    sweep: bool = False
+    #: Which strategies the plots show when not all of them (a sweep run).
+    plots_note: str = ""
 
 
 def _strategy_order(sessions: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
@@ -206,25 +210,42 @@ def collect(run_dir: str | Path, *, baseline: str = "unbounded", plots_dir: Path
                           strategies, chosen, note, empty, empty, empty, empty, empty, {})
     head = stats.headline(sessions)
     pair = stats.paired(sessions, chosen) if len(strategies) > 1 else pd.DataFrame()
+    # Imported here: reports.sweep builds its page from this module's helpers.
+    from reports.sweep import is_sweep, report_plot_variants
+
+    sweep = is_sweep(sessions)
     plots: dict[str, Path] = {}
+    plots_note = ""
     if plots_dir is not None:
         from reports.plots import write_plots
 
         calls_path = path / CALLS_TABLE
         calls = pd.read_parquet(calls_path) if calls_path.is_file() else pd.DataFrame()
+        plot_sessions, plot_head = sessions, head
+        if sweep:
+            shown, plots_note = report_plot_variants(sessions, manifest)
+            plot_sessions, plot_head = (_only(frame, shown) for frame in (sessions, head))
+            calls = _only(calls, shown) if "strategy" in calls.columns else calls
         plots_dir.mkdir(parents=True, exist_ok=True)
-        plots = dict(write_plots(sessions, calls, plots_dir, headline=head))
+        plots = dict(write_plots(plot_sessions, calls, plots_dir, headline=plot_head))
     return ReportData(
         run_dir=path, run_id=str(manifest.get("run_id") or path.name), manifest=manifest, config_text=config_text,
         sessions=sessions, strategies=strategies, baseline=chosen, baseline_note=note, headline=head,
         paired=pair, outcomes=stats.outcome_shares(sessions), families=stats.breakdown(sessions, "family"),
-        loops=stats.loop_rules(sessions), plots=plots,
+        loops=stats.loop_rules(sessions), plots=plots, sweep=sweep, plots_note=plots_note,
     )
+
+
+def _only(frame: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+    """The rows of the strategies in ``names``, renamed to their plotted names."""
+    kept = frame[frame["strategy"].isin(list(names))]
+    return kept.assign(strategy=kept["strategy"].map(names))
 
 
 def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str = "unbounded") -> list[Path]:
     """Write ``plots/*.png`` and the chosen formats (``report.html``, ``report.md``) into ``run_dir``;
-    returns the report files written."""
+    returns the report files written. A sweep run also gets its sweep page (``sweep.html``, ``sweep.md``,
+    ``plots/sweep-*.png``; see :mod:`reports.sweep`), linked from the report and listed after it."""
     chosen = check_formats(formats)
     path = check_run_dir(run_dir)
     data = collect(path, baseline=baseline, plots_dir=path / "plots")
@@ -237,6 +258,10 @@ def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, basel
         target = path / "report.md"
         write_atomically(target, render_markdown(data).encode())
         written.append(target)
+    if data.sweep:
+        from reports.sweep import write_sweep_page
+
+        written += write_sweep_page(path, chosen, headline=data.headline)
     return written
 
 
@@ -464,6 +489,9 @@ def render_html(data: ReportData) -> str:
         f'<p class="subtitle">{len(data.strategies)} strategies replaying {_session_count(data)} sessions; '
         f"baseline {_e(data.baseline)}.</p>",
     ]
+    if data.sweep:
+        parts.append('<p class="note" id="sweep-link">This run is a sweep: <a href="sweep.html">sweep.html</a> plots '
+                     "every headline metric against each swept param and ranks the variants per model profile.</p>")
     if data.baseline_note:
         parts.append(f'<p class="note" id="baseline-note">{_e(data.baseline_note)}</p>')
     if data.sessions.empty:
@@ -495,6 +523,8 @@ def render_html(data: ReportData) -> str:
     parts.append("</section>")
 
     parts += ['<section id="plots">', "<h2>Plots</h2>", _how("plots")]
+    if data.plots_note:
+        parts.append(f'<p class="note" id="plots-note">{_e(data.plots_note)}</p>')
     entries = _plot_entries(data)
     if not entries:
         parts.append("<p>No plots (no sessions).</p>")
@@ -540,6 +570,9 @@ def _md_table(table: Table) -> str:
 
 def render_markdown(data: ReportData) -> str:
     out = [f"# ctxbench report: {data.run_id}", ""]
+    if data.sweep:
+        out += ["> This run is a sweep: [sweep.md](sweep.md) plots every headline metric against each swept param "
+                "and ranks the variants per model profile.", ""]
     if data.baseline_note:
         out += [f"> {data.baseline_note}", ""]
     if data.sessions.empty:
@@ -560,6 +593,8 @@ def render_markdown(data: ReportData) -> str:
     else:
         out += [f"Each strategy minus **{data.baseline}**.", "", _md_table(paired_table(data)), ""]
     out += ["## Plots", "", f"*How to read this:* {HOW_TO_READ['plots']}", ""]
+    if data.plots_note:
+        out += [f"> {data.plots_note}", ""]
     for plot, path in _plot_entries(data):
         rel = path.resolve().relative_to(data.run_dir.resolve()).as_posix()
         out += [f"### {plot.title}", "", f"![{plot.title}]({rel})", "", plot.how, ""]

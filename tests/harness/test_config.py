@@ -405,3 +405,170 @@ def test_bad_flag_override_raises_config_error(tmp_path: Path, override: dict[st
         load_config(path, **override)
     assert expected in str(info.value)
     assert "\n" not in str(info.value)
+
+
+# Sweeps: [sweep] expands the strategies one factor at a time, crossed with profiles ---------------------------
+
+
+def sweep_data(sweep: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return base_data(strategies=[{"name": "sliding_window", "window_size": 20, "threshold": 0.6},
+                                 {"name": "unbounded"}], sweep=sweep, **changes)
+
+
+def test_sweep_over_one_param_and_two_profiles_labels_counts_and_tags() -> None:
+    config = RunConfig(**sweep_data({"models": ["frontier", "small"],
+                                     "params": {"sliding_window.window_size": [10, 40]}}))
+    variants = config.variants()
+    assert [v.label for v in variants] == [
+        "sliding_window[window_size=10]@frontier", "sliding_window[window_size=40]@frontier", "unbounded@frontier",
+        "sliding_window[window_size=10]@small", "sliding_window[window_size=40]@small", "unbounded@small"]
+    assert [v.tags() for v in variants[:3]] == [
+        {"model": "frontier", "sweep_param": "sliding_window.window_size", "sweep_value": 10.0},
+        {"model": "frontier", "sweep_param": "sliding_window.window_size", "sweep_value": 40.0},
+        {"model": "frontier", "sweep_param": "", "sweep_value": None}]
+    assert [v.profile for v in variants] == [profile("frontier")] * 3 + [profile("small")] * 3
+    assert [v.entry.name for v in variants] == ["sliding_window", "sliding_window", "unbounded"] * 2
+
+
+def test_sweep_keeps_every_other_param_of_the_swept_strategy_at_its_configured_value() -> None:
+    config = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [10, 40],
+                                                "sliding_window.threshold": [0.5, 0.9]}}))
+    params = {v.label: v.entry.params for v in config.variants()}
+    assert params == {
+        "sliding_window[window_size=10]": {"window_size": 10, "threshold": 0.6},
+        "sliding_window[window_size=40]": {"window_size": 40, "threshold": 0.6},
+        "sliding_window[threshold=0.5]": {"window_size": 20, "threshold": 0.5},
+        "sliding_window[threshold=0.9]": {"window_size": 20, "threshold": 0.9},
+        "unbounded": {},
+    }
+
+
+def test_sweep_without_models_runs_on_the_runs_model_with_unsuffixed_labels() -> None:
+    config = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [10]}}, model="mid"))
+    assert [(v.label, v.model) for v in config.variants()] == [("sliding_window[window_size=10]", "mid"),
+                                                              ("unbounded", "mid")]
+
+
+def test_sweep_with_models_only_runs_every_strategy_once_per_profile() -> None:
+    config = RunConfig(**sweep_data({"models": ["mid", "stress-2023"]}))
+    assert [(v.label, v.model, v.sweep_param) for v in config.variants()] == [
+        ("sliding_window@mid", "mid", ""), ("unbounded@mid", "mid", ""),
+        ("sliding_window@stress-2023", "stress-2023", ""), ("unbounded@stress-2023", "stress-2023", "")]
+
+
+def test_sweep_addresses_an_entry_by_its_label() -> None:
+    data = base_data(strategies=[{"name": "sliding_window", "label": "sw20", "window_size": 20},
+                                 {"name": "unbounded"}],
+                     sweep={"params": {"sw20.window_size": [10, 80]}})
+    variants = RunConfig(**data).variants()
+    assert [v.label for v in variants] == ["sw20[window_size=10]", "sw20[window_size=80]", "unbounded"]
+    assert {v.sweep_param for v in variants} == {"sw20.window_size", ""}
+
+
+def test_sweep_of_floats_and_booleans_labels_and_values() -> None:
+    data = base_data(strategies=[{"name": "summarize"}, {"name": "sliding_window"}],
+                     sweep={"params": {"summarize.summary_ratio": [0.1, 0.25],
+                                       "sliding_window.proactive": [True, False]}})
+    variants = RunConfig(**data).variants()
+    assert [(v.label, v.sweep_value) for v in variants] == [
+        ("summarize[summary_ratio=0.1]", 0.1), ("summarize[summary_ratio=0.25]", 0.25),
+        ("sliding_window[proactive=true]", None), ("sliding_window[proactive=false]", None)]
+
+
+def test_a_config_without_sweep_has_one_untagged_variant_per_entry_and_no_sweep_in_resolved() -> None:
+    config = RunConfig(**base_data())
+    assert [(v.label, v.tags()) for v in config.variants()] == [
+        ("sliding_window", {"model": "frontier", "sweep_param": "", "sweep_value": None}),
+        ("unbounded", {"model": "frontier", "sweep_param": "", "sweep_value": None})]
+    assert "sweep" not in config.resolved()
+
+
+def test_sweep_is_part_of_the_config_hash() -> None:
+    plain = RunConfig(**base_data()).config_hash()
+    swept = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [10]}})).config_hash()
+    other = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [11]}})).config_hash()
+    assert len({plain, swept, other}) == 3
+
+
+def test_a_strategy_entry_with_its_own_model_runs_on_that_profile() -> None:
+    data = base_data(strategies=[{"name": "unbounded", "model": "small"}, {"name": "sliding_window"}])
+    config = RunConfig(**data)
+    assert [(v.label, v.model, v.profile) for v in config.variants()] == [
+        ("unbounded", "small", profile("small")), ("sliding_window", "frontier", profile("frontier"))]
+    assert config.resolved()["strategies"][0]["model"] == profile("small").model_dump(mode="json")
+    assert config.config_hash() != RunConfig(**base_data(strategies=[{"name": "unbounded"},
+                                                                      {"name": "sliding_window"}])).config_hash()
+    entry = {"name": "unbounded", "model": {"base": "small", "window_tokens": 4096}}
+    assert RunConfig(**base_data(strategies=[entry])).variants()[0].profile.window_tokens == 4096
+
+
+def test_an_entry_with_its_own_model_cannot_join_a_sweep_over_models() -> None:
+    data = base_data(strategies=[{"name": "unbounded", "model": "small"}, {"name": "sliding_window"}],
+                     sweep={"models": ["frontier", "mid"]})
+    with pytest.raises(ValueError, match=r"strategies\[0\]\.model: an entry cannot name its own profile"):
+        RunConfig(**data)
+
+
+@pytest.mark.parametrize(("key", "values"), [("condense.max_tokens", [1000000, 1000001]),
+                                             ("sliding_window.threshold", [0.5, 0.50000001])])
+def test_every_variant_of_a_sweep_has_its_own_label(key: str, values: list[Any]) -> None:
+    data = base_data(strategies=[{"name": key.partition(".")[0]}], sweep={"params": {key: values}})
+    labels = [v.label for v in RunConfig(**data).variants()]
+    assert len(set(labels)) == len(labels) == 2, labels
+
+
+def test_values_that_configure_the_same_thing_are_duplicates() -> None:
+    data = base_data(strategies=[{"name": "sliding_window"}], sweep={"params": {"sliding_window.threshold": [1, 1.0]}})
+    with pytest.raises(ValueError, match="a value appears twice"):
+        RunConfig(**data)
+
+
+def test_sweeping_a_name_shared_by_two_entries_asks_for_a_label() -> None:
+    data = base_data(strategies=[{"name": "sliding_window", "label": "a"}, {"name": "sliding_window", "label": "b"}],
+                     sweep={"params": {"sliding_window.window_size": [10, 20]}})
+    with pytest.raises(ValueError, match=r"2 entries are named 'sliding_window'; use a label \(a, b\)"):
+        RunConfig(**data)
+    data["sweep"] = {"params": {"b.window_size": [10, 20]}}
+    assert [v.label for v in RunConfig(**data).variants()] == ["a", "b[window_size=10]", "b[window_size=20]"]
+
+
+SWEEP_BASE = '[[strategies]]\nname = "sliding_window"\n\n[[strategies]]\nname = "unbounded"\n\n'
+BAD_SWEEPS = {
+    "unknown-strategy": ('[sweep.params]\n"nope.window_size" = [10]\n',
+                         ["sweep.params.nope.window_size", "no strategy 'nope'", "sliding_window, unbounded"]),
+    "unknown-param": ('[sweep.params]\n"sliding_window.windw" = [10]\n',
+                      ["sweep.params.sliding_window.windw", "no param 'windw'", "window_size"]),
+    "value-out-of-range": ('[sweep.params]\n"sliding_window.window_size" = [10, -1]\n',
+                           ["sweep.params.sliding_window.window_size[1]", "window_size", "ge 0"]),
+    "value-of-wrong-type": ('[sweep.params]\n"sliding_window.window_size" = ["ten"]\n',
+                            ["sweep.params.sliding_window.window_size[0]", "window_size"]),
+    "duplicate-values": ('[sweep.params]\n"sliding_window.window_size" = [10, 10]\n',
+                         ["sweep.params", "sliding_window.window_size", "a value appears twice"]),
+    "no-values": ('[sweep.params]\n"sliding_window.window_size" = []\n',
+                  ["sweep.params", "sliding_window.window_size", "at least one value"]),
+    "key-without-param": ('[sweep.params]\n"window_size" = [10]\n', ["sweep.params", "window_size", "<strategy>"]),
+    "unknown-profile": ('[sweep]\nmodels = ["frontier", "gpt-9"]\n',
+                        ["sweep.models", "models[1]", "unknown profile 'gpt-9'", ", ".join(PROFILE_NAMES)]),
+    "duplicate-profile": ('[sweep]\nmodels = ["mid", "mid"]\n', ["sweep.models", "appears twice"]),
+    "unknown-sweep-key": ('[sweep]\nmodel = ["mid"]\n', ["sweep.model"]),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), list(BAD_SWEEPS.values()), ids=list(BAD_SWEEPS))
+def test_bad_sweep_raises_one_line_config_error_naming_the_field(tmp_path: Path, text: str,
+                                                                  expected: list[str]) -> None:
+    path = write(tmp_path, SWEEP_BASE + text, "bad.toml")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    for part in expected:
+        assert part in message, (part, message)
+
+
+def test_unknown_entry_model_raises_one_line_config_error_naming_the_entry(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[strategies]]\nname = "unbounded"\nmodel = "gpt-9"\n', "bad.toml")
+    with pytest.raises(ConfigError, match=r"strategies\[0\]\.model: unknown profile 'gpt-9'") as info:
+        load_config(path)
+    assert "\n" not in str(info.value)
