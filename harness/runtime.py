@@ -174,6 +174,8 @@ class Replay:
         self._recent_calls: deque[tuple[float, int]] = deque()
         self._summary_n = 0
         self._current: _Agent | None = None
+        #: Each agent's context as the session left it (read by validation experiments, e.g. P5).
+        self.contexts: dict[str, Context] = {}
 
     # Accounting -----------------------------------------------------------------------------------
     def _throttle(self, kind: CallKind, step_id: str, attempt: int, tokens: int) -> None:
@@ -272,6 +274,7 @@ class Replay:
         )
         holder.append(agent)
         self._current = agent
+        self.contexts[name] = ctx
         self._append(agent, first)
         self._log(agent, Event.message("user", first.text))
         return agent

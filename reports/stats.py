@@ -182,3 +182,33 @@ def loop_rules(sessions: pd.DataFrame) -> pd.DataFrame:
     """Loop rate by StuckDetector rule, per strategy (share of that strategy's sessions)."""
     counts = pd.crosstab(sessions["strategy"], sessions["loop_rule"].replace("", "none"))
     return counts.div(counts.sum(axis=1), axis=0).drop(columns=["none"], errors="ignore").sort_index()
+
+
+def paired_ratio(a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, resamples: int = DEFAULT_RESAMPLES,
+                 confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(mean(a) / mean(b), low, high) over paired sessions (``a[i]`` and ``b[i]`` are the same session),
+    resampling sessions jointly: e.g. a strategy's mean cost over the baseline's."""
+    n = len(a)
+    if n == 0 or len(b) != n:
+        return float("nan"), float("nan"), float("nan")
+    value = float(a.mean() / b.mean()) if b.mean() else float("nan")
+    idx = rng.integers(0, n, size=(resamples, n))
+    den = b[idx].mean(axis=-1)
+    samples = a[idx].mean(axis=-1) / np.where(den == 0, np.nan, den)
+    lo, hi = _interval(samples[np.isfinite(samples)], confidence) if np.isfinite(samples).any() else (np.nan, np.nan)
+    return value, float(lo), float(hi)
+
+
+def ratio_of_means(a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, resamples: int = DEFAULT_RESAMPLES,
+                   confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(mean(a) / mean(b), low, high) for two independent samples, each resampled on its own: e.g.
+    recall of probes at one length over recall at another."""
+    if len(a) == 0 or len(b) == 0:
+        return float("nan"), float("nan"), float("nan")
+    value = float(a.mean() / b.mean()) if b.mean() else float("nan")
+    num = a[rng.integers(0, len(a), size=(resamples, len(a)))].mean(axis=-1)
+    den = b[rng.integers(0, len(b), size=(resamples, len(b)))].mean(axis=-1)
+    samples = num / np.where(den == 0, np.nan, den)
+    finite = samples[np.isfinite(samples)]
+    lo, hi = _interval(finite, confidence) if len(finite) else (np.nan, np.nan)
+    return value, float(lo), float(hi)
