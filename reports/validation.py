@@ -175,13 +175,20 @@ def mechanism_checks(b: Bundle) -> list[Check]:
     detail = (f"We read \"about 0%\" as an upper CI bound of at most 2%. drop_all's sessions end: "
               f"{_outcome_line(controls, 'drop_all')}.")
     if not agrees:
-        detail += (f" Mechanism: drop_all keeps only the task message, so every fact a step needs is invisible; "
-                   f"the policy (mock-model.md 2.2) then re-calls the tool that produced it, up to two levels deep "
-                   f"(p_refetch = 0.9 on frontier), and the re-fetched result is visible for the next call. The "
-                   f"{len(won)} successful sessions made {num(won['refetches'].mean(), 1)} re-fetches each on "
-                   f"average (all drop_all sessions: {num(drop['refetches'].mean(), 1)}) and ended before a loop "
-                   f"rule fired. The spec's \"about 0%\" assumes lost facts stay lost; in our policy they can be "
-                   f"fetched again, which is the same mechanism that lets real agents recover from truncation.")
+        detail += (f" Mechanism: M1 describes a control that keeps the task message only, but drop_all as "
+                   f"specs/strategies.md 3.9 defines it also keeps the current turn (everything from the last "
+                   f"assistant message on), so the result of the latest call stays visible for one more call. A "
+                   f"step whose facts came from older results cannot recall them, and the policy (mock-model.md "
+                   f"2.2) re-calls the tool that produced them, up to two levels deep (p_refetch = 0.9 on "
+                   f"frontier); a chain of re-fetches can rebuild what a step needs. The {len(won)} successful "
+                   f"sessions made {num(won['refetches'].mean(), 1)} re-fetches each on average (all drop_all "
+                   f"sessions: {num(drop['refetches'].mean(), 1)}) and ended before a loop rule fired. A task-only "
+                   f"control would see no result at all and could never succeed; ours is the weaker control the "
+                   f"strategy spec asks for.")
+        lowest = str(controls.groupby("strategy")["success"].mean().idxmin())
+        if lowest == "drop_all":
+            detail += (" M1's point, that fewer tokens alone earn nothing, still holds: drop_all has the lowest "
+                       "success of the controls.")
     out.append(Check("M1b", "drop-everything strategy gives about 0% success", "hard",
                      "controls: frontier mix", "about 0%", f"{pct(value)} {ci_pct(lo, hi)}",
                      "pass" if agrees else "FAIL", detail))
@@ -269,7 +276,7 @@ def _trap_checks_for(b: Bundle, run_name: str, setup: str, frame: pd.DataFrame) 
         if not agrees:
             detail = (f"Success: {strategy} {pct(a.mean())}, raw {pct(base.mean())}. Raw's sessions end: "
                       f"{raw_outcomes}; {strategy}'s: {_outcome_line(frame, strategy)}; loops by rule for {strategy}: "
-                      f"{_loop_line(frame, strategy)}. ") + _solve_mechanism(frame, strategy)
+                      f"{_loop_line(frame, strategy)}. ") + _solve_mechanism(frame, strategy, b.out_dir / run_name)
         out.append(Check("P2", f"solve rate of {strategy} against raw", "soft", setup,
                          f"{published}, within ±5 pp [{TRAP}]", f"{pp(diff)} [{pp(lo)}, {pp(hi)}]",
                          "agree" if agrees else "disagree", detail))
@@ -317,7 +324,30 @@ def _cost_mechanism(frame: pd.DataFrame, strategy: str) -> str:
             f"{num(raw['input_tokens'].mean())}.")
 
 
-def _solve_mechanism(frame: pd.DataFrame, strategy: str) -> str:
+def refetch_evidence(run_dir: Path, strategy: str) -> dict[str, float]:
+    """Why ``strategy`` re-fetched, from the decision traces of its calls: the share of re-fetched facts
+    that were still visible (their recall draw failed) and their mean recall probability, and the mean
+    context tokens at those calls."""
+    calls = pd.read_parquet(run_dir / "calls.parquet", columns=["strategy", "action", "trace", "context_tokens"],
+                            filters=[("strategy", "==", strategy), ("action", "==", "refetch")])
+    visible = hidden = 0
+    probabilities: list[float] = []
+    for trace in calls["trace"]:
+        for entry in json.loads(trace):
+            if entry.get("branch") != "refetch":
+                continue
+            if entry.get("visible") and "p" in entry:
+                visible += 1
+                probabilities.append(float(entry["p"]))
+            else:
+                hidden += 1
+    total = visible + hidden
+    return {"refetches": float(total), "visible_share": visible / total if total else float("nan"),
+            "visible_p": float(np.mean(probabilities)) if probabilities else float("nan"),
+            "context_tokens": float(calls["context_tokens"].mean()) if len(calls) else float("nan")}
+
+
+def _solve_mechanism(frame: pd.DataFrame, strategy: str, run_dir: Path | None = None) -> str:
     raw = frame[frame["strategy"] == TRAP_RAW]
     other = frame[frame["strategy"] == strategy]
     lines = []
@@ -327,9 +357,18 @@ def _solve_mechanism(frame: pd.DataFrame, strategy: str) -> str:
                      "(a lognormal payload's mean is several times its median) and raw history keeps all of them.")
     loops = float(other["loop_detected"].mean())
     if loops > 0.2:
-        lines.append(f"{strategy} loops in {pct(loops)} of sessions: once an old result is masked or summarized "
-                     "away, the agent re-fetches it (mock-model.md 2.2), and a re-fetch repeats an earlier call "
-                     "exactly, which the StuckDetector rules (section 7) count as a repeat or an alternation.")
+        lines.append(f"{strategy} loops in {pct(loops)} of sessions: when a fact is not recalled the agent "
+                     "re-fetches it (mock-model.md 2.2), and a re-fetch repeats an earlier call exactly, which the "
+                     "StuckDetector rules (section 7) count as a repeat or an alternation.")
+        if run_dir is not None:
+            ev = refetch_evidence(run_dir, strategy)
+            if ev["refetches"]:
+                lines.append(f"Its decision traces show why it re-fetched: of {num(ev['refetches'])} re-fetched facts, "
+                             f"{pct(ev['visible_share'])} were still visible in the context but not recalled (mean "
+                             f"recall probability {num(ev['visible_p'], 2)} at {num(ev['context_tokens'])} context "
+                             "tokens), the rest had been masked or summarized away. Long sessions keep even the "
+                             "managed context large enough for the profile's recall curve to bite, and a failed "
+                             "recall followed by the same re-fetch, several turns running, is a loop.")
     wrong = float((other["outcome"] == "wrong_answer").mean())
     if wrong > 0.1:
         lines.append(f"{strategy} answers wrongly in {pct(wrong)}: a fact that is neither visible nor re-fetched "

@@ -156,3 +156,26 @@ def test_cli_rejects_bad_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code = cli_main(["validation", "--sessions", "0", "--out", str(tmp_path / "o"), "--doc", str(tmp_path / "v.md")])
     assert code == 2
     assert "--sessions" in capsys.readouterr().err
+
+
+def test_the_seed_article_is_repeated_per_profile_and_ablated(
+        validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, doc, _ = validated
+    bundle = rv.load_bundle(out)
+    rows = rv.seed_profile_rows(bundle)
+    assert {r[0] for r in rows} == {"frontier", "mid", "small", "stress-2023"}
+    assert set(bundle.sessions["seed-article-ablation"]["strategy"]) == {
+        f"{s}-{c}-{e}" for s in ("raw", "offload") for c in ("untyped", "typed") for e in ("plain", "3class")}
+    text = doc.read_text()
+    assert "The same comparison under every profile" in text and "2x2x2 ablation" in text
+    effects = text.split("Main effect of each part")[1]
+    for part in ("strategy: offload instead of raw", "contracts on", "three-class errors"):
+        assert f"| {part} |" in effects
+
+
+def test_refetch_evidence_reads_the_decision_traces(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, _, _ = validated
+    evidence = rv.refetch_evidence(out / "complexity-trap", rv.TRAP_MASK)
+    assert evidence["refetches"] > 0
+    assert 0.0 <= evidence["visible_share"] <= 1.0
+    assert 0.0 < evidence["visible_p"] < 1.0
