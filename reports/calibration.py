@@ -87,9 +87,9 @@ class PublishedRatio:
     reference: str
 
 
-def _kilo(tokens: int) -> str:
-    """4096 -> "4K", 32000 -> "32K": the way the sources write lengths."""
-    for unit in (1024, 1000):
+def kilo(tokens: int) -> str:
+    """4096 -> "4K", 32000 -> "32K", 128000 -> "128K": the way the sources write lengths."""
+    for unit in (1000, 1024):
         if tokens >= unit and tokens % unit == 0:
             return f"{tokens // unit}K"
     return f"{tokens:,}"
@@ -101,7 +101,7 @@ def _ratio(source: str, model: str, length: int, reference: int | None) -> Publi
                     if (p.source, p.model, p.length, p.position) == (source, model, at, None))
 
     top, bottom = find(length), find(reference)
-    label = "focused" if reference is None else _kilo(reference)
+    label = "focused" if reference is None else kilo(reference)
     return PublishedRatio(source, model, length, top.recall / bottom.recall, top.profile, label)
 
 
@@ -273,7 +273,7 @@ def position_figure(position_curve: pd.DataFrame, probes: pd.DataFrame, *, bins:
     with _style():
         fig, ax = _figure()
         lengths = sorted({int(v) for v in position_curve.get("length", [])})
-        at = f" at L = {_kilo(lengths[0])}" if len(lengths) == 1 else ""
+        at = f" at L = {kilo(lengths[0])}" if len(lengths) == 1 else ""
         ax.set_title(f"Recall of one visible fact against its position{at}")
         ax.set_xlabel("relative position x of the needle (0 = start of the prompt, 1 = end)")
         ax.set_ylabel("recall")
@@ -325,9 +325,9 @@ def ratio_figure(length_curve: pd.DataFrame, probes: pd.DataFrame, reference: in
     intervals, the published ratios (Context Rot's over its focused prompt), and P6's acceptance bands."""
     with _style():
         fig, ax = _figure()
-        ax.set_title(f"Context rot: recall(L) / recall({_kilo(reference)})")
+        ax.set_title(f"Context rot: recall(L) / recall({kilo(reference)})")
         ax.set_xlabel("prompt length L (tokens, log scale)")
-        ax.set_ylabel(f"recall relative to L = {_kilo(reference)}")
+        ax.set_ylabel(f"recall relative to L = {kilo(reference)}")
         names = _ordered([*length_curve.get("profile", []), *probes.get("profile", [])])
         colours = profile_colours(names)
         for name in names:
@@ -363,7 +363,7 @@ def ratio_figure(length_curve: pd.DataFrame, probes: pd.DataFrame, reference: in
         ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
         ax.set_ylim(0, 1.1)
         ax.text(0.01, 0.02, "Context Rot's ratio is full (~113K) over its focused prompt, whose length is not "
-                f"stated; the others are over {_kilo(reference)}.", transform=ax.transAxes, fontsize=7,
+                f"stated; the others are over {kilo(reference)}.", transform=ax.transAxes, fontsize=7,
                 color="#555555")
         _finish(fig, ax, key, "profile / source")
     return fig

@@ -21,7 +21,7 @@ import pandas as pd
 
 from harness.files import write_atomically
 from reports import stats
-from reports.calibration import plot_calibration, probe_ratios
+from reports.calibration import PUBLISHED_POINTS, kilo, plot_calibration, probe_means, probe_ratios
 
 RUNS = ("controls", "trap-spec", "complexity-trap", "seed-article", "seed-article-profiles", "seed-article-ablation",
         "sweep")
@@ -640,9 +640,13 @@ def _order(frame: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
 
 
 def _manifest_line(b: Bundle) -> str:
+    """Versions the runs were made with; when runs were resumed across commits, which run came from which."""
     m = b.manifests["controls"]
-    return (f"ctxbench {m.get('ctxbench_version')}, git {str(m.get('git_sha') or 'unknown')[:12]}, "
-            f"python {m.get('python')}")
+    shas: dict[str, list[str]] = {}
+    for name, manifest in b.manifests.items():
+        shas.setdefault(str(manifest.get("git_sha") or "unknown")[:12], []).append(name)
+    git = next(iter(shas)) if len(shas) == 1 else "; ".join(f"{sha} ({', '.join(runs)})" for sha, runs in shas.items())
+    return f"ctxbench {m.get('ctxbench_version')}, git {git}, python {m.get('python')}"
 
 
 def render(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[SeedRow], plots: dict[str, list[Path]],
@@ -724,6 +728,12 @@ def render(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[SeedRow], plo
               "through real contexts (points with 95% intervals), with the published points they were fitted to.", ""]
     for path in plots.get("calibration", []):
         lines += [f"![{path.stem}]({rel(path)})", ""]
+    lines += ["The profiles are anchored on ratios (P6, P7), not on absolute levels, so each published point is "
+              "set beside its anchor profile here. A gap is a difference in level between that paper's model and "
+              "task and our profile, not a failed check:", ""]
+    lines += _table(["published point", "anchor profile", "where", "published", "formula", "probes (95% CI)",
+                     "formula - published"], calibration_gaps(b))
+    lines += [""]
     lines += ["## Sensitivity: how stable is the ranking across profiles?", "",
               "`ctxbench sweep` (examples/sweep.toml): window_size 10-80, summary_ratio 0.1-0.8, offload threshold "
               "512 B-16 KB, one factor at a time, crossed with the four profiles, every variant on the same sessions. "
@@ -732,6 +742,42 @@ def render(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[SeedRow], plo
     for path in plots.get("sweep", []):
         lines += [f"![{path.stem}]({rel(path)})", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def calibration_gaps(b: Bundle) -> list[list[str]]:
+    """Each published absolute point beside the recall of its anchor profile at the same length (or
+    position): the formula's, and the probes' with a 95% interval when that length was probed."""
+    uniform = b.probes[b.probes["probe"] == "uniform"].drop(columns="probe")
+    means = probe_means(uniform)
+    rows = []
+    for point in PUBLISHED_POINTS:
+        if point.length is None:
+            continue
+        if point.position is None:
+            curve = b.length_curve[b.length_curve["profile"] == point.profile].sort_values("length")
+            formula = float(np.interp(np.log(point.length), np.log(curve["length"].to_numpy(dtype=float)),
+                                      curve["recall"].to_numpy(dtype=float)))
+            probed = means[(means["profile"] == point.profile) & (means["length"] == point.length)]
+            probe = "-"
+            if len(probed):
+                first = probed.iloc[0]
+                probe = f"{pct(float(first['recall']))} {ci_pct(float(first['ci_low']), float(first['ci_high']))}"
+            where = f"{kilo(point.length)}, needle x uniform in [0.1, 0.9]"
+        else:
+            curve = b.position_curve[b.position_curve["profile"] == point.profile].sort_values("x")
+            formula = float(np.interp(point.position, curve["x"].to_numpy(dtype=float),
+                                      curve["recall"].to_numpy(dtype=float)))
+            kind = "start" if point.position == 0 else "middle"
+            probed_rows = b.probes[(b.probes["probe"] == kind)]["recalled"].to_numpy(dtype=float)
+            if len(probed_rows):
+                value, lo, hi = stats.bootstrap(probed_rows, stats.METRICS["success_rate"], rng=b.rng("gap", kind))
+                probe = f"{pct(value)} {ci_pct(lo, hi)}"
+            else:
+                probe = "-"
+            where = f"{kilo(point.length)}, x = {point.position:g}"
+        rows.append([f"{point.source}: {point.model}", point.profile, where, pct(point.recall), pct(formula), probe,
+                     pp(formula - point.recall)])
+    return rows
 
 
 def ranking_section(b: Bundle) -> list[str]:

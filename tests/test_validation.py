@@ -179,3 +179,13 @@ def test_refetch_evidence_reads_the_decision_traces(validated: tuple[Path, Path,
     assert evidence["refetches"] > 0
     assert 0.0 <= evidence["visible_share"] <= 1.0
     assert 0.0 < evidence["visible_p"] < 1.0
+
+
+def test_calibration_gaps_set_every_published_level_beside_its_profile(
+        validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, doc, _ = validated
+    rows = rv.calibration_gaps(rv.load_bundle(out))
+    assert len(rows) == sum(1 for p in rv.PUBLISHED_POINTS if p.length is not None)
+    ruler_128k = next(r for r in rows if r[0] == "RULER: GPT-4-1106" and r[2].startswith("128K"))
+    assert ruler_128k[1] == "frontier" and ruler_128k[3] == "81.2%"
+    assert "| RULER: GPT-4-1106 | frontier |" in doc.read_text()
