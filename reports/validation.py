@@ -803,6 +803,11 @@ def ranking_section(b: Bundle) -> list[str]:
                      "of which separated in both (95% CIs)"],
                     [[r.model_a, r.model_b, str(r.variants), num(float(r.tau), 2), str(r.flips),
                       str(r.significant_flips)] for r in stability.tau.itertuples(index=False)])
+    top = {m: ranks[(ranks["model"] == m) & (ranks["rank"] <= 2)]["variant"].astype(str).tolist() for m in models}
+    common_top = set.intersection(*(set(v) for v in top.values())) if top else set()
+    lines += ["", "The top two under each profile: " + "; ".join(f"{m}: {', '.join(v)}" for m, v in top.items())
+              + (f". {', '.join(sorted(common_top))} stay in the top two under every profile."
+                 if common_top else ". No variant is in the top two under every profile.")]
     best = ranks.groupby("model")["value"].max()
     floor = [m for m in models if float(best.get(m, 0.0)) < 0.15]
     lines += [""]
