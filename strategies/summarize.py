@@ -68,7 +68,8 @@ class Summarize(ContextStrategy):
     - every failure (summarizer error, nothing to summarize, a summary that is not smaller) leaves
       the window and ``removed_count`` unchanged; the summarizer never sees a protected message;
     - with the turn trigger on, after ``apply`` fewer than N+M turns follow the last summary
-      (whenever the summary succeeded).
+      (whenever the summary succeeded), plus the call still open at the end of the window, which
+      stays after the summary so that no user message answers it (only possible when M = 0).
     """
 
     Params = SummarizeParams

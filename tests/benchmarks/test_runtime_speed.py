@@ -9,7 +9,6 @@ Scripts are generated (and their texts tokenized) before anything is timed.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ import strategies
 from harness.profiles import profile
 from harness.runtime import SessionResult, replay
 from scenarios.base import SessionScript
+from tests.benchmarks.timing import interleaved_best
 
 N = 80
 FAMILY, SEED = "k8s_crashloop", 0
@@ -50,23 +50,12 @@ def _replay(name: str, script: SessionScript) -> SessionResult:
     return replay(script, strategies.create(name, **PARAMS.get(name, {})), PROFILE)
 
 
-def _best_of(repeats: int, name: str, script: SessionScript) -> tuple[float, SessionResult]:
-    best = float("inf")
-    result = None
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = _replay(name, script)
-        best = min(best, time.perf_counter() - started)
-    assert result is not None
-    return best, result
-
-
 @pytest.mark.parametrize("name", strategies.names())
 def test_session_replay_cost_grows_linearly_with_turns(benchmark, scripts, name: str) -> None:
     """A 2N-step session replays in about twice the time of an N-step one."""
     benchmark.pedantic(_replay, args=(name, scripts[2 * N]), rounds=3, iterations=1)
-    short_s, short = _best_of(3, name, scripts[N])
-    long_s, long = _best_of(3, name, scripts[2 * N])
+    short_s, long_s, short, long = interleaved_best(5, lambda: _replay(name, scripts[N]),
+                                                    lambda: _replay(name, scripts[2 * N]))
     ratio = long_s / short_s
     turns = (short.record.turns, long.record.turns)
     benchmark.extra_info["ratio_2n_over_n"] = round(ratio, 2)

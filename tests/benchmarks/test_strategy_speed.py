@@ -8,8 +8,6 @@ never a wall-clock threshold): a strategy whose per-turn cost grows with the win
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import scenarios
@@ -19,6 +17,7 @@ from harness.context import Context
 from harness.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from harness.tokens import TiktokenTokenizer
 from strategies.base import CannotReduce, ContextStrategy
+from tests.benchmarks.timing import interleaved_best
 
 SHORT, LONG = 250, 500
 #: Large enough that no strategy overflows, so both lengths replay every turn.
@@ -65,21 +64,12 @@ def _replay(name: str, history: list[Message]) -> None:
     feed(history, strategies.create(name, **(DEFAULT_PIPELINE if name == "pipeline" else {})))
 
 
-def _best_of(repeats: int, name: str, history: list[Message]) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        _replay(name, history)
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 @pytest.mark.parametrize("name", strategies.names())
 def test_replay_cost_grows_linearly_with_turns(benchmark, histories, name: str) -> None:
     """A 2N-turn replay costs about twice an N-turn one (amortised O(1) hooks per turn)."""
     benchmark.pedantic(_replay, args=(name, histories[LONG]), rounds=3, iterations=1)
-    short = _best_of(3, name, histories[SHORT])
-    long = _best_of(3, name, histories[LONG])
+    short, long, _, _ = interleaved_best(5, lambda: _replay(name, histories[SHORT]),
+                                         lambda: _replay(name, histories[LONG]))
     ratio = long / short
     benchmark.extra_info["ratio_2n_over_n"] = round(ratio, 2)
     # Linear is 2; quadratic is 4. 3.2 leaves room for noise on a shared machine while still

@@ -283,7 +283,10 @@ def test_summary_ratio_is_clamped(r: float, name: str) -> None:
 
 @given(cases(only=["summarize"], max_turns=10), st.integers(1, 4), st.integers(0, 4))
 def test_turn_trigger_leaves_fewer_than_n_plus_m_turns(case: Case, n_turns: int, m_keep: int) -> None:
-    """3.4/4: after apply with the trigger on and a successful summary, T < N + M."""
+    """3.4/4: after apply with the trigger on and a successful summary, T < N + M, not counting a
+    call still open at the end of the window: it stays after the summary (G1 wins over 3.4's bound;
+    see the docstring of `Summarize` and the unit test of the trailing open call), which only matters
+    when M = 0."""
     case = replace(with_params(case, trigger_turns=n_turns, keep_turns=m_keep), mode="ok")
     run = run_hook(case, "apply")
     assistants_after_last_summary = 0
@@ -291,8 +294,11 @@ def test_turn_trigger_leaves_fewer_than_n_plus_m_turns(case: Case, n_turns: int,
         if m.kind == "summary":
             break
         assistants_after_last_summary += m.role == "assistant"
+    open_call_at_end = bool(run.before) and run.before[-1].role == "assistant" and run.before[-1].has_use
     if run.fake.calls and norms(run.after) != norms(run.before):
-        assert assistants_after_last_summary < n_turns + m_keep
+        assert assistants_after_last_summary < n_turns + m_keep + (open_call_at_end and m_keep == 0)
+        if open_call_at_end:
+            assert run.after[-1] == run.before[-1]
 
 
 @given(cases(only=["summarize"]), st.sampled_from(("apply", "before_call", "reduce", "reduce_reactive")))
