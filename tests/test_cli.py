@@ -238,15 +238,6 @@ BAD_FLAGS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-@pytest.mark.parametrize(("flags", "expected"), list(BAD_FLAGS.values()), ids=list(BAD_FLAGS))
-def test_run_with_bad_flag_exits_2_with_one_line_and_no_output(tmp_path: Path, flags: list[str],
-                                                               expected: list[str]) -> None:
-    write_config(tmp_path, TINY)
-    result = ctxbench("run", "tiny.toml", *flags, "--out", "out", cwd=tmp_path)
-    assert_usage_error(result, *expected)
-    assert not (tmp_path / "out").exists()
-
-
 def test_run_with_missing_config_file_exits_2_naming_it(tmp_path: Path) -> None:
     result = ctxbench("run", "absent.toml", "--out", "out", cwd=tmp_path)
     assert_usage_error(result, "absent.toml", "no such file")
@@ -465,10 +456,15 @@ BAD_SWEEP_FLAGS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-@pytest.mark.parametrize(("flags", "expected"), list(BAD_SWEEP_FLAGS.values()), ids=list(BAD_SWEEP_FLAGS))
-def test_sweep_with_bad_flag_exits_2_with_one_line_and_no_output(tmp_path: Path, flags: list[str],
-                                                                 expected: list[str]) -> None:
+BAD_FLAG_CASES = [("run", *case) for case in BAD_FLAGS.values()] + [("sweep", *case) for case in
+                                                                     BAD_SWEEP_FLAGS.values()]
+
+
+@pytest.mark.parametrize(("command", "flags", "expected"), BAD_FLAG_CASES,
+                         ids=[f"run-{k}" for k in BAD_FLAGS] + [f"sweep-{k}" for k in BAD_SWEEP_FLAGS])
+def test_bad_flag_exits_2_with_one_line_and_no_output(tmp_path: Path, command: str, flags: list[str],
+                                                      expected: list[str]) -> None:
     write_config(tmp_path, TINY)
-    result = ctxbench("sweep", "tiny.toml", *flags, "--out", "out", cwd=tmp_path)
+    result = ctxbench(command, "tiny.toml", *flags, "--out", "out", cwd=tmp_path)
     assert_usage_error(result, *expected)
     assert not (tmp_path / "out").exists()

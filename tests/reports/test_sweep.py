@@ -40,12 +40,9 @@ from tests.reports.runs import SMALL_RUN
 from tests.test_reports_imports import forbidden, loaded
 
 PARAM = "sliding_window.window_size"
-TINY_SWEEP: dict[str, Any] = {
+TINY_SWEEP: dict[str, Any] = SMALL_RUN | {
     "sessions": 6,
-    "seed": 3,
     "batch_size": 6,
-    "executor": "serial",
-    "scenarios": [{"name": "mix", "turns": 20}],
     "strategies": [{"name": "unbounded"}, {"name": "sliding_window"}, {"name": "offload_contracts"}],
     "sweep": {"models": ["frontier", "small"], "params": {PARAM: [10, 40]}},
 }
