@@ -298,6 +298,10 @@ def write_tables(out_dir: Path, config: RunConfig, *, started: str, shard: tuple
                  extra: dict[str, Any] | None = None) -> pd.DataFrame:
     """Turn the parts into ``sessions.parquet``, ``calls.parquet`` and ``manifest.json``."""
     session_rows, call_rows = read_parts(out_dir / "parts")
+    for row in session_rows:  # rows resumed from a version before these columns: not a sweep
+        row.setdefault("model", config.profile().name)
+        row.setdefault("sweep_param", "")
+        row.setdefault("sweep_value", None)
     sessions = _table(session_rows, SESSION_COLUMNS, ["scenario", "session_index", "strategy"])
     calls = _table(call_rows, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"])
     checksums = {}

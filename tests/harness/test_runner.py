@@ -404,3 +404,19 @@ def test_cli_run_exits_0_without_errors(tmp_path: Path, capsys: pytest.CaptureFi
     code = cli_main(["run", str(path), "--out", str(tmp_path / "run"), "--executor", "serial", "--quiet"])
     assert code == 0
     assert "failed" not in capsys.readouterr().err
+
+
+def test_rows_resumed_from_before_the_sweep_columns_are_filled_in(tmp_path: Path, reference: Path) -> None:
+    out = tmp_path / "run"
+    run(tiny(), out, quiet=True)
+    for part in (out / "parts").glob("*.jsonl"):
+        lines = []
+        for line in part.read_text().splitlines():
+            item = json.loads(line)
+            if item["table"] == "sessions":
+                for key in ("model", "sweep_param", "sweep_value"):
+                    del item["row"][key]
+            lines.append(json.dumps(item, sort_keys=True))
+        part.write_text("\n".join(lines) + "\n")
+    run(tiny(), out, quiet=True)
+    assert (out / SESSIONS_TABLE).read_bytes() == (reference / SESSIONS_TABLE).read_bytes()
