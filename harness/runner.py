@@ -405,10 +405,27 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
             progress.advance(sizes[batch_id])
     finally:
         progress.close()
-    sessions = write_tables(out_dir, config, started=started, shard=shard)
+    if not todo and _finished(out_dir, shard):
+        # Nothing ran: the tables and the manifest (who made them, when, at which commit) stand as they are.
+        sessions = pd.read_parquet(out_dir / SESSIONS_TABLE)
+    else:
+        sessions = write_tables(out_dir, config, started=started, shard=shard)
     errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0
     return RunSummary(out_dir, sessions, errors, len(todo), len(batches) - len(todo),
                       time.perf_counter() - started_wall)
+
+
+def _finished(out_dir: Path, shard: tuple[int, int] | None) -> bool:
+    """The tables were written from every part of this (shard of the) run: the manifest is written last."""
+    path = out_dir / MANIFEST
+    if not (path.is_file() and (out_dir / SESSIONS_TABLE).is_file() and (out_dir / CALLS_TABLE).is_file()):
+        return False
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError:
+        return False
+    return bool(manifest.get("shard") == (None if shard is None else f"{shard[0]}/{shard[1]}")
+                and "merged_from" not in manifest)
 
 
 def merge(out_dir: Path, run_dirs: Sequence[Path]) -> RunSummary:

@@ -274,8 +274,10 @@ def run_validation(out_dir: Path, sizes: ValidationSizes = ValidationSizes(), *,
         table["probe"] = ["uniform"] * sum(len(f) for f in frames[:-2]) + ["middle"] * len(frames[-2]) + \
             ["start"] * len(frames[-1])
         _write_table(out_dir / "probes.parquet", table)
-        _write_table(out_dir / "length_curve.parquet",
-                     calibration.length_curve(PROBE_PROFILES, sorted({*PROBE_LENGTHS, *range(1024, 200_001, 4096)})))
+        grid = sorted({*PROBE_LENGTHS, *range(1024, 200_001, 4096)})
+        curves = [calibration.length_curve([p], [n for n in grid if n <= profile(p).window_tokens])
+                  for p in PROBE_PROFILES]  # a curve past a profile's window would be a prompt it cannot take
+        _write_table(out_dir / "length_curve.parquet", pd.concat(curves, ignore_index=True))
         _write_table(out_dir / "position_curve.parquet",
                      calibration.position_curve(PROBE_PROFILES, 4096, POSITIONS))
         return f"{len(table)} probe samples"

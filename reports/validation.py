@@ -9,6 +9,7 @@ Claims (the seed article's drill inputs) get no verdict, only whether the direct
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable, Sequence
@@ -639,6 +640,18 @@ def _order(frame: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
     return [s for s in listed if s in present] + sorted(present - set(listed))
 
 
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+
+
+def _frozen_versions(manifest: dict[str, Any]) -> str:
+    """Section 12: the profile and generator versions the comparison ran with, as hashes."""
+    return (f"Frozen for this comparison (section 12): profile `{manifest['model'].get('name')}` sha256 "
+            f"`{_digest(manifest['model'])}`, generator ctxbench {manifest.get('ctxbench_version')} at git "
+            f"`{str(manifest.get('git_sha') or 'unknown')[:12]}` with scenario params sha256 "
+            f"`{_digest(manifest['scenarios'])}`, config hash `{str(manifest['config_hash'])[:12]}`.")
+
+
 def _manifest_line(b: Bundle) -> str:
     """Versions the runs were made with; when runs were resumed across commits, which run came from which."""
     m = b.manifests["controls"]
@@ -707,7 +720,8 @@ def render(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[SeedRow], plo
               "`ctxbench run examples/seed-article.toml` (one command): A = unbounded, contracts off, plain errors, "
               "breaker off; B = offload with typed contracts, three-class errors, breaker on; the same alert-chain "
               "sessions (five agents), frontier profile. The article's figures are drill inputs, not measurements. "
-              "Report: [seed-article/report.md](validation/seed-article/report.md).", ""]
+              "Report: [seed-article/report.md](validation/seed-article/report.md).", "",
+              _frozen_versions(b.manifests["seed-article"]), ""]
     lines += _table(["metric", "article A", "article B", "ctxbench A", "ctxbench B", "B - A (95% CI)", "direction"],
                     [[r.metric, r.article_a, r.article_b, r.ours_a, r.ours_b, r.delta, r.direction]
                      for r in seed_rows])

@@ -418,5 +418,17 @@ def test_rows_resumed_from_before_the_sweep_columns_are_filled_in(tmp_path: Path
                     del item["row"][key]
             lines.append(json.dumps(item, sort_keys=True))
         part.write_text("\n".join(lines) + "\n")
+    for name in (MANIFEST, SESSIONS_TABLE, CALLS_TABLE):  # that version was stopped before its tables
+        (out / name).unlink()
     run(tiny(), out, quiet=True)
     assert (out / SESSIONS_TABLE).read_bytes() == (reference / SESSIONS_TABLE).read_bytes()
+
+
+def test_a_rerun_with_nothing_to_do_keeps_the_tables_and_the_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run(tiny(), out, quiet=True)
+    before = {name: (out / name).read_bytes() for name in (MANIFEST, SESSIONS_TABLE, CALLS_TABLE)}
+    summary = run(tiny(), out, quiet=True)
+    assert summary.batches_run == 0
+    assert {name: (out / name).read_bytes() for name in before} == before
+    assert len(summary.sessions) == 10 * len(LABELS)
