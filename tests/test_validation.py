@@ -168,6 +168,7 @@ def test_the_seed_article_is_repeated_per_profile_and_ablated(
         f"{s}-{c}-{e}" for s in ("raw", "offload") for c in ("untyped", "typed") for e in ("plain", "3class")}
     text = doc.read_text()
     assert "The same comparison under every profile" in text and "2x2x2 ablation" in text
+    assert re.search(r"Frozen for this comparison \(section 12\): profile `frontier` sha256 `[0-9a-f]{12}`", text)
     effects = text.split("Main effect of each part")[1]
     for part in ("strategy: offload instead of raw", "contracts on", "three-class errors"):
         assert f"| {part} |" in effects
