@@ -249,7 +249,8 @@ class RunConfig(BaseModel):
         axes: dict[str, list[tuple[str, list[SweepValue]]]] = {}
         for key, values in self.sweep.params.items():
             target, _, param = key.rpartition(".")
-            entry = next(e for e in entries if e.key == target or e.name == target)
+            # A label wins over a name, as in `_check_sweep` (which refused an ambiguous name).
+            entry = next((e for e in entries if e.key == target), None) or next(e for e in entries if e.name == target)
             axes.setdefault(entry.key, []).append((param, values))
         out: list[Variant] = []
         for model in models:

@@ -560,3 +560,13 @@ def test_unknown_entry_model_raises_one_line_config_error_naming_the_entry(tmp_p
     with pytest.raises(ConfigError, match=r"strategies\[0\]\.model: unknown profile 'gpt-9'") as info:
         load_config(path)
     assert "\n" not in str(info.value)
+
+
+def test_a_sweep_key_names_a_label_before_a_name() -> None:
+    data = base_data(strategies=[{"name": "sliding_window", "label": "a"},
+                                 {"name": "truncate_then_slide", "label": "sliding_window"}],
+                     sweep={"params": {"sliding_window.window_size": [10, 20]}})
+    assert [v.label for v in RunConfig(**data).variants()] == [
+        "a", "sliding_window[window_size=10]", "sliding_window[window_size=20]"]
+    assert [v.entry.name for v in RunConfig(**data).variants()] == ["sliding_window", "truncate_then_slide",
+                                                                    "truncate_then_slide"]
