@@ -1,7 +1,7 @@
 """Calibration plots: the mock model's recall curves against the published points they were fitted
 to (mock-model.md 9, 11), with the end-to-end probe measurements and their intervals.
 
-This module reads tables only: the curve and probe frames that ``harness.calibration`` makes (it does
+This module reads tables only: the curve and probe frames that ``harness.sim.calibration`` makes (it does
 not import that module, or the model: ``reports`` stays off the runtime). The published numbers are
 exactly those the spec quotes, each with its source, its anchored profile and what it does not say.
 """

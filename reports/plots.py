@@ -46,7 +46,7 @@ HATCHES = ("", "//", "..", "xx")
 MARKERS = ("o", "s", "^", "D")
 
 #: Outcome order and colours for the outcome mix: success first (green), then failures by kind. The
-#: list repeats the sessions.parquet contract instead of importing harness.metrics, so this module
+#: list repeats the sessions.parquet contract instead of importing harness.sim.metrics, so this module
 #: depends on the tables alone.
 OUTCOME_ORDER = ("success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
                  "step_failed", "max_turns", "error")

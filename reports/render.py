@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.files import write_atomically
+from harness.core.files import write_atomically
 from reports import stats
 from reports.stats import METRICS, Metric
 

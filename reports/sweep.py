@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 
-from harness.files import write_atomically
+from harness.core.files import write_atomically
 from reports import stats
 from reports.plots import DPI, LINESTYLES, MARKERS, OKABE_ITO, _label, _no_data, _style, _thousands, save_png
 from reports.render import (
@@ -53,7 +53,7 @@ SWEEP_COLUMNS = ("model", "sweep_param", "sweep_value")
 SUCCESS = "success_rate"
 #: One fixed colour (and marker) per built-in profile, in the order profiles are listed, so a profile
 #: looks the same in every sweep plot whichever profiles a run crosses. The names repeat
-#: ``harness.profiles`` instead of importing it: reports depend on the tables alone.
+#: ``harness.sim.profiles`` instead of importing it: reports depend on the tables alone.
 PROFILE_ORDER = ("frontier", "mid", "small", "stress-2023", "oracle")
 #: Sweep plots are a grid of one panel per metric: taller than the report's single-axes plots.
 SWEEP_FIGSIZE = (12.0, 9.0)

@@ -1,5 +1,5 @@
 """``docs/validation.md``: every validation target of mock-model.md 11 and the claims of 12, with the
-published figure, ours with its 95% CI, and a verdict, computed from the tables `harness.validation`
+published figure, ours with its 95% CI, and a verdict, computed from the tables `harness.run.validation`
 wrote. Like the rest of `reports`, this reads tables only and never imports the runtime.
 
 Verdict rules (stated in the document too): a soft or hard check "agrees" / "passes" when our point
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.files import write_atomically
+from harness.core.files import write_atomically
 from reports import stats
 from reports.calibration import PUBLISHED_POINTS, kilo, plot_calibration, probe_means, probe_ratios
 

@@ -3,7 +3,7 @@ the generators (scenario families) that make them (mock-model.md 1).
 
 A `SessionScript` is plain data (pydantic, JSON round-trip exact). Fact values are distinctive
 strings placed verbatim in tool payloads, so "is this fact visible in the context" is a real text
-property that `harness.messages.FactScanner` checks.
+property that `harness.core.messages.FactScanner` checks.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from harness.registry import Registry
-from harness.tokens import default_tokenizer
+from harness.core.registry import Registry
+from harness.core.tokens import default_tokenizer
 
 ENTRY_POINT_GROUP = "ctxbench.scenarios"
 LITERAL_PREFIX = "lit:"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.tools import CATALOGUE, arg_types, contract
+from harness.core.tools import CATALOGUE, arg_types, contract
 from scenarios.base import (
     LITERAL_PREFIX,
     Call,

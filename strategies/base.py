@@ -13,9 +13,9 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from harness.context import Context
-from harness.messages import Message, nonsummary
-from harness.registry import Registry
+from harness.core.context import Context
+from harness.core.messages import Message, nonsummary
+from harness.core.registry import Registry
 
 ENTRY_POINT_GROUP = "ctxbench.strategies"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.context import Context
-from harness.messages import Message
+from harness.core.context import Context
+from harness.core.messages import Message
 from strategies.base import CannotReduce, ContextStrategy, commit, register
 from strategies.split import is_pinned
 

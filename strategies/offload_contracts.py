@@ -8,9 +8,9 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
-from harness.context import Context
-from harness.messages import Block, Message, ToolResult, ToolUse, rebuild, tokens_of
-from harness.stubs import handle_for, is_stub, render_stub
+from harness.core.context import Context
+from harness.core.messages import Block, Message, ToolResult, ToolUse, rebuild, tokens_of
+from harness.core.stubs import handle_for, is_stub, render_stub
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, commit, register
 from strategies.split import is_pinned
 

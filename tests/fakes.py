@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.messages import Message, Text, ToolUse
+from harness.core.messages import Message, Text, ToolUse
 
 Mode = Literal["ok", "fail", "empty", "huge", "fixed"]
 

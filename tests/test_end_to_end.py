@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import pytest
 
 import scenarios
-from harness.metrics import CallRecord, SessionRecord
-from harness.profiles import profile
-from harness.runtime import replay
+from harness.sim.kernel import replay
+from harness.sim.metrics import CallRecord, SessionRecord
+from harness.sim.profiles import profile
 from scenarios.base import SessionScript
 
 SESSIONS = 240

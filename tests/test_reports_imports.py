@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import RunConfig
-from harness.runner import run
+from harness.run.config import RunConfig
+from harness.run.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("harness.runtime", "harness.model", "harness.runner", "strategies", "scenarios")
+FORBIDDEN = ("harness.sim", "harness.run", "harness.cli", "strategies", "scenarios")
 
 IMPORT_ALL = """
 import importlib, json, pkgutil, sys

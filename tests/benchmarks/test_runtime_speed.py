@@ -1,4 +1,4 @@
-"""Speed of whole session replays (harness.runtime) with pytest-benchmark: the cost of a session grows
+"""Speed of whole session replays (harness.sim.kernel) with pytest-benchmark: the cost of a session grows
 linearly with its turns (DESIGN.md, "Scale": running totals, never a rescan of the context per turn).
 
 Each strategy replays one k8s_crashloop script of N tool steps and one of 2N under the oracle profile
@@ -15,8 +15,8 @@ import pytest
 
 import scenarios
 import strategies
-from harness.profiles import profile
-from harness.runtime import SessionResult, replay
+from harness.sim.kernel import SessionResult, replay
+from harness.sim.profiles import profile
 from scenarios.base import SessionScript
 from tests.benchmarks.timing import interleaved_best
 

@@ -12,10 +12,10 @@ import pytest
 
 import scenarios
 import strategies
-from harness.config import DEFAULT_PIPELINE
-from harness.context import Context
-from harness.messages import Message, Text, TextMeter, ToolResult, ToolUse
-from harness.tokens import TiktokenTokenizer
+from harness.core.context import Context
+from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
+from harness.core.tokens import TiktokenTokenizer
+from harness.run.config import DEFAULT_PIPELINE
 from strategies.base import CannotReduce, ContextStrategy
 from tests.benchmarks.timing import interleaved_best
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harness.tools import arg_types
+from harness.core.tools import arg_types
 from scenarios.base import Call, Fact, Fault, Handoff, SessionScript, Step, Task, check_script
 
 NAMESPACE = "shop-k3vq"

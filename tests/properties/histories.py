@@ -16,9 +16,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.context import Context, ContextOverflow
-from harness.messages import Message, Text, ToolResult, ToolUse, tokens_of
-from harness.stubs import render_stub
+from harness.core.context import Context, ContextOverflow
+from harness.core.messages import Message, Text, ToolResult, ToolUse, tokens_of
+from harness.core.stubs import render_stub
 from strategies import CannotReduce, ContextStrategy, create, names
 from strategies.observation_masking import placeholder
 from strategies.pipeline import COMPOSITES

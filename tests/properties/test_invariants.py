@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.messages import ToolResult, nonsummary, tokens_of
+from harness.core.messages import ToolResult, nonsummary, tokens_of
 from strategies import CannotReduce, names
 from strategies.drop_all import kept
 from strategies.observation_masking import PLACEHOLDER_RE

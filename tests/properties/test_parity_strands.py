@@ -46,8 +46,8 @@ from strands.agent.conversation_manager.compression import pin_message as sp  # 
 from strands.types.exceptions import ContextWindowOverflowException as CWO  # noqa: E402
 
 import strategies  # noqa: E402
-from harness.context import Context  # noqa: E402
-from harness.messages import Message, from_converse, to_converse  # noqa: E402
+from harness.core.context import Context  # noqa: E402
+from harness.core.messages import Message, from_converse, to_converse  # noqa: E402
 from strategies import split  # noqa: E402
 from strategies.base import CannotReduce, ContextStrategy  # noqa: E402
 from tests.fakes import FakeSummarizer  # noqa: E402

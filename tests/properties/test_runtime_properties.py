@@ -1,7 +1,7 @@
-"""Properties of whole replays (harness.runtime): every SessionRecord agrees with its own CallRecords
+"""Properties of whole replays (harness.sim.kernel): every SessionRecord agrees with its own CallRecords
 and with the rules of mock-model.md 3, 7 and 10, and a replay is a pure function of its inputs.
 
-Counting rules derived from ``harness.runtime.Replay._turn`` (used by the bounds below):
+Counting rules derived from ``harness.sim.kernel.Replay._turn`` (used by the bounds below):
 
 - every turn is one billed call: an agent call, or a hand-over call (alert_chain), so
   ``turns == agent calls + hand-over calls`` and ``model_calls == turns + summary_calls``;
@@ -31,9 +31,10 @@ from hypothesis import strategies as st
 
 import scenarios
 import strategies
-from harness.metrics import CallRecord, SessionRecord
-from harness.profiles import profile
-from harness.runtime import DEFAULT_TOKEN_BUDGET, SessionResult, Switches, replay
+from harness.core.switches import DEFAULT_TOKEN_BUDGET, Switches
+from harness.sim.kernel import SessionResult, replay
+from harness.sim.metrics import CallRecord, SessionRecord
+from harness.sim.profiles import profile
 from scenarios.base import SessionScript
 from strategies.base import ContextStrategy
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.messages import Message
+from harness.core.messages import Message
 from strategies.base import CannotReduce
 from strategies.split import (
     adjust_split_point_for_tool_pairs,

@@ -14,8 +14,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from harness.context import Context, ContextOverflow
-from harness.messages import Message, nonsummary, tokens_of
+from harness.core.context import Context, ContextOverflow
+from harness.core.messages import Message, nonsummary, tokens_of
 from strategies import CannotReduce, ContextStrategy, create, names
 from tests.fakes import FakeSummarizer
 from tests.properties.histories import (

@@ -11,9 +11,9 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.context import Context
-from harness.messages import Message, Text, ToolResult, ToolUse, nonsummary, rebuild, tokens_of
-from harness.stubs import parse_stub, render_stub
+from harness.core.context import Context
+from harness.core.messages import Message, Text, ToolResult, ToolUse, nonsummary, rebuild, tokens_of
+from harness.core.stubs import parse_stub, render_stub
 from strategies import CannotReduce, create
 from strategies.observation_masking import PLACEHOLDER_RE, placeholder
 from strategies.split import apply_pin_first, find_tool_pair_trim_point, find_valid_trim_point, is_pinned

@@ -33,7 +33,7 @@ LENGTHS = (4096, 32_000, 113_000, 128_000)
 
 
 def curves() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Curve frames with the columns harness.calibration writes (a made-up smooth decay)."""
+    """Curve frames with the columns harness.sim.calibration writes (a made-up smooth decay)."""
     lengths = [int(1024 * 2 ** (i / 2)) for i in range(16)] + list(LENGTHS)
     halves = (280e3, 71e3, 24e3, 17e3)
     length_rows = [{"profile": name, "length": n, "recall": 0.99 / (1 + n / half)}
@@ -164,8 +164,8 @@ def test_empty_inputs_do_not_crash(tmp_path: Path) -> None:
 
 
 def test_plots_from_real_probe_frames(tmp_path: Path) -> None:
-    """The column contract between harness.calibration and this module (the test may import both)."""
-    from harness.calibration import length_curve, position_curve, probe_grid
+    """The column contract between harness.sim.calibration and this module (the test may import both)."""
+    from harness.sim.calibration import length_curve, position_curve, probe_grid
 
     frame = probe_grid(["frontier", "stress-2023"], [4096, 32_000], samples=40)
     paths = plot_calibration(length_curve(["frontier", "stress-2023"], [1024, 4096, 32_000, 128_000]),
@@ -180,6 +180,5 @@ def test_module_loads_no_runtime_in_a_fresh_interpreter() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          timeout=120)
     loaded = json.loads(out.stdout)
-    forbidden = ("harness.runtime", "harness.model", "harness.runner", "harness.calibration", "strategies",
-                 "scenarios")
+    forbidden = ("harness.sim", "harness.run", "harness.cli", "strategies", "scenarios")
     assert [m for m in loaded if any(m == f or m.startswith(f + ".") for f in forbidden)] == []

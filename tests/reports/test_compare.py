@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli_main
-from harness.config import RunConfig
-from harness.runner import run
+from harness.run.config import RunConfig
+from harness.run.runner import run
 from reports.compare import Threshold, compare, parse_metrics, parse_threshold
 from reports.stats import METRICS
 from tests.reports.runs import SMALL_RUN

@@ -329,7 +329,7 @@ def test_long_strategy_names_are_shortened(tables: tuple[pd.DataFrame, pd.DataFr
 def test_module_does_not_import_the_runtime() -> None:
     code = ("import sys, reports.plots; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('strategies', 'scenarios') "
-            "or m in ('harness.runtime', 'harness.model', 'harness.runner') or m == 'matplotlib.pyplot']; "
+            "or m in ('harness.sim.kernel', 'harness.sim.model', 'harness.run.runner') or m == 'matplotlib.pyplot']; "
             "print(','.join(sorted(bad)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])

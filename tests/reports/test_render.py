@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli_main
-from harness.config import RunConfig
-from harness.runner import run
+from harness.run.config import RunConfig
+from harness.run.runner import run
 from reports import stats
 from reports.plots import PLOT_NAMES
 from reports.render import SECTIONS, ReportInputError, format_interval, format_value, write_report

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from harness.config import RunConfig
-from harness.runner import run
+from harness.run.config import RunConfig
+from harness.run.runner import run
 from reports import stats
 from reports.plots import DPI
 from reports.render import write_report

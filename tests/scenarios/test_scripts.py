@@ -21,7 +21,7 @@ import pydantic
 import pytest
 
 import scenarios
-from harness.tools import CATALOGUE, arg_types, validate_call
+from harness.core.tools import CATALOGUE, arg_types, validate_call
 from scenarios.base import (
     LITERAL_PREFIX,
     Fact,

@@ -6,8 +6,8 @@ import pydantic
 import pytest
 
 import strategies
-from harness.context import Context, ContextOverflow
-from harness.messages import Message, ToolResult, ToolUse
+from harness.core.context import Context, ContextOverflow
+from harness.core.messages import Message, ToolResult, ToolUse
 from strategies import base
 from strategies.base import CannotReduce, ContextStrategy, ProactiveParams, StrategyParams, create, names, register
 from tests.fakes import FakeSummarizer, SummarizerFailed

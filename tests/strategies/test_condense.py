@@ -7,8 +7,8 @@ import math
 import pydantic
 import pytest
 
-from harness.context import Context, ContextOverflow
-from harness.messages import Message, Text, ToolResult, ToolUse
+from harness.core.context import Context, ContextOverflow
+from harness.core.messages import Message, Text, ToolResult, ToolUse
 from strategies import create
 from strategies.base import CannotReduce
 from strategies.condense import NOTICE, clip, token_tail

@@ -8,8 +8,8 @@ import re
 import pydantic
 import pytest
 
-from harness.context import Context, ContextOverflow
-from harness.messages import Message, Text, TextMeter, ToolResult, ToolUse
+from harness.core.context import Context, ContextOverflow
+from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from strategies import create
 from strategies.base import CannotReduce
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from harness.context import Context, ContextOverflow
-from harness.messages import Message, ToolResult, ToolUse
+from harness.core.context import Context, ContextOverflow
+from harness.core.messages import Message, ToolResult, ToolUse
 from strategies import create
 from strategies.base import CannotReduce, ContextStrategy
 from strategies.pipeline import Pipeline

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.messages import Message, Text, ToolResult, ToolUse, pin
+from harness.core.messages import Message, Text, ToolResult, ToolUse, pin
 from strategies.base import CannotReduce
 from strategies.split import (
     adjust_split_point_for_tool_pairs,

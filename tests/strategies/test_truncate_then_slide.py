@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.context import Context, ContextOverflow
-from harness.messages import Message, Text, ToolResult, ToolUse
+from harness.core.context import Context, ContextOverflow
+from harness.core.messages import Message, Text, ToolResult, ToolUse
 from strategies import create
 from strategies.base import CannotReduce
 from strategies.truncate_then_slide import PRESERVE

@@ -1,0 +1,44 @@
+"""The runtime switches of mock-model.md 3.2: how tools are guarded, separate from the context strategy.
+
+Each strategy declares its defaults (``ContextStrategy.runtime_defaults``); a run config may override
+any of them per strategy entry, so an ablation is configuration, not code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DEFAULT_TOKEN_BUDGET", "HasRuntimeDefaults", "Switches"]
+
+#: Default token budget of the breaker (mock-model.md 3.2: 2,000,000, J).
+DEFAULT_TOKEN_BUDGET = 2_000_000
+
+
+class HasRuntimeDefaults(Protocol):
+    """Anything that declares switch defaults: every context strategy does."""
+
+    def runtime_defaults(self) -> Mapping[str, object]: ...
+
+
+class Switches(BaseModel):
+    """The runtime switches: ``contracts`` validates tool arguments before a tool runs, ``errors``
+    picks plain text or three-class structured errors, ``breaker`` blocks dangerous actions and
+    ends the session past ``token_budget`` tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    contracts: bool = False
+    errors: Literal["plain", "three_class"] = "plain"
+    breaker: bool = False
+    token_budget: int = Field(DEFAULT_TOKEN_BUDGET, ge=1)
+
+    @classmethod
+    def for_strategy(cls, strategy: HasRuntimeDefaults, **overrides: Any) -> Switches:
+        """The strategy's declared defaults, then any overrides from the run config (None keeps the default)."""
+        defaults = dict(strategy.runtime_defaults())
+        if defaults.get("token_budget") is None:
+            defaults.pop("token_budget", None)
+        return cls(**(defaults | {k: v for k, v in overrides.items() if v is not None}))

@@ -1,0 +1,380 @@
+"""Run configuration: `RunConfig` (pydantic), loaded from TOML and overridden by flags, checked
+against the registries, with a stable hash that identifies a run directory's contents.
+
+Every user mistake becomes a `ConfigError` whose message is one line naming the file and line
+(bad TOML) or the field (an unknown strategy, a parameter out of range).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+import scenarios
+import strategies
+from harness.sim.profiles import PROFILE_NAMES, Profile, profile
+
+#: The embedded default config: ``harness/default.toml`` is a link to ``examples/default.toml`` in the
+#: source tree and a copy of it in an installed wheel.
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.toml"
+#: The embedded default of ``ctxbench sweep`` (a link to ``examples/sweep.toml``, like the above).
+DEFAULT_SWEEP = Path(__file__).resolve().parent / "sweep.toml"
+SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget")
+#: `pipeline` has no defaults; runs with every strategy use the composition strategies.md 3.7 recommends.
+DEFAULT_PIPELINE: dict[str, Any] = {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window"}]}
+
+
+class ConfigError(Exception):
+    """A mistake in a run config or its overrides: one line, exit code 2."""
+
+
+class ScenarioEntry(BaseModel):
+    """One ``[[scenarios]]`` table: a family name, its weight among the run's scenarios, and any other
+    keys as that family's params."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    weight: float = Field(1.0, gt=0)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class StrategyEntry(BaseModel):
+    """One ``[[strategies]]`` table: a strategy name, an optional label (the same strategy may run
+    twice with different params), runtime switch overrides, and any other keys as its params."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    label: str | None = None
+    contracts: bool | None = None
+    errors: Literal["plain", "three_class"] | None = None
+    breaker: bool | None = None
+    token_budget: int | None = Field(None, ge=1)
+    #: This entry's model profile (a name or a table like the run's ``model``); none = the run's.
+    model: str | dict[str, Any] | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
+
+    def switch_overrides(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in SWITCH_KEYS if getattr(self, k) is not None}
+
+
+SweepValue = int | float | bool | str
+
+
+class SweepSpec(BaseModel):
+    """The ``[sweep]`` table: a one-factor-at-a-time grid over strategy params, crossed with profiles.
+
+    ``params`` maps ``"<strategy label or name>.<param>"`` to the values to try; every other param of
+    that strategy keeps its configured value. A swept strategy runs at each of its grid values instead
+    of once; the others run once. ``models`` crosses all of it with model profiles (empty: the run's
+    model). Every variant replays the same sessions, so the grid is paired throughout.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: list[str] = Field(default_factory=list)
+    params: dict[str, list[SweepValue]] = Field(default_factory=dict)
+
+    @field_validator("models")
+    @classmethod
+    def _known_models(cls, value: list[str]) -> list[str]:
+        for i, name in enumerate(value):
+            if name not in PROFILE_NAMES:
+                raise ValueError(f"models[{i}]: unknown profile {name!r} (known: {', '.join(PROFILE_NAMES)})")
+        if len(set(value)) != len(value):
+            raise ValueError("models: a profile appears twice")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _axes(cls, value: dict[str, list[SweepValue]]) -> dict[str, list[SweepValue]]:
+        for key, values in value.items():
+            target, dot, param = key.rpartition(".")
+            if not dot or not target or not param:
+                raise ValueError(f"params.{key}: expected \"<strategy>.<param>\", e.g. sliding_window.window_size")
+            if not values:
+                raise ValueError(f"params.{key}: give at least one value")
+            if len({_same_value_key(v) for v in values}) != len(values):
+                raise ValueError(f"params.{key}: a value appears twice")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One strategy as the runner replays it: the entry (label and params final), its profile, and
+    where it sits in a sweep (``sweep_param`` is "" outside a sweep)."""
+
+    entry: StrategyEntry
+    model: str
+    profile: Profile
+    sweep_param: str = ""
+    sweep_value: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.entry.key
+
+    def tags(self) -> dict[str, Any]:
+        """The columns a session row gets besides the replay's own."""
+        return {"model": self.model, "sweep_param": self.sweep_param, "sweep_value": self.sweep_value}
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sessions: int = Field(1000, ge=1, le=10_000_000)
+    seed: int = Field(0, ge=0)
+    #: A profile name, or a table of a profile's fields (``base = "<name>"`` plus changes allowed).
+    model: str | dict[str, Any] = "frontier"
+    executor: Literal["serial", "process", "dask"] = "process"
+    #: Worker processes; 0 = one per CPU.
+    jobs: int = Field(0, ge=0, le=1024)
+    #: Dask scheduler address (``tcp://HOST:PORT``); none starts a LocalCluster.
+    scheduler: str | None = None
+    #: Sessions per task: a worker builds a script once and replays it under every strategy.
+    batch_size: int = Field(8, ge=1, le=10_000)
+    scenarios: list[ScenarioEntry] = Field(default_factory=lambda: [ScenarioEntry(name="mix")], min_length=1)
+    #: Empty means every registered strategy with its defaults.
+    strategies: list[StrategyEntry] = Field(default_factory=list)
+    #: A grid over strategy params and profiles (see `SweepSpec`); none = one run as configured.
+    sweep: SweepSpec | None = None
+
+    @field_validator("scheduler")
+    @classmethod
+    def _scheduler_address(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"(tcp|tls|ucx|inproc)://[^\s:/]+(:[0-9]+)?", value):
+            raise ValueError(f"expected an address like tcp://HOST:8786, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _wiring(self) -> RunConfig:
+        seen: set[str] = set()
+        for i, entry in enumerate(self.scenarios):
+            if entry.name in seen:
+                raise ValueError(f"scenarios[{i}].name: {entry.name!r} appears twice (one entry per scenario; "
+                                 "its sessions are keyed by name and index)")
+            seen.add(entry.name)
+            if entry.name not in scenarios.names():
+                raise ValueError(f"scenarios[{i}].name: unknown scenario {entry.name!r} "
+                                 f"(known: {', '.join(scenarios.names())})")
+            cls = scenarios.get(entry.name)
+            try:
+                cls.Params(**entry.params)
+            except ValidationError as e:
+                raise ValueError(f"scenarios[{i}] ({entry.name}): {_first_error(e)}") from None
+        labels: set[str] = set()
+        for i, strategy in enumerate(self.strategies):
+            if strategy.name not in strategies.names():
+                raise ValueError(f"strategies[{i}].name: unknown strategy {strategy.name!r} "
+                                 f"(known: {', '.join(strategies.names())})")
+            try:
+                strategies.create(strategy.name, **strategy.params)
+            except ValidationError as e:
+                raise ValueError(f"strategies[{i}] ({strategy.name}): {_first_error(e)}") from None
+            if strategy.key in labels:
+                raise ValueError(f"strategies[{i}].label: {strategy.key!r} is used twice (give each entry a label)")
+            labels.add(strategy.key)
+            if strategy.model is not None:
+                _resolve_profile(strategy.model, f"strategies[{i}].model")
+        self.profile()  # raises ValueError naming the problem
+        if self.sweep is not None:
+            self._check_sweep(self.sweep)
+        return self
+
+    def _check_sweep(self, sweep: SweepSpec) -> None:
+        entries = {e.key: e for e in self.strategy_entries()}
+        if sweep.models:
+            for i, e in enumerate(self.strategy_entries()):
+                if e.model is not None:
+                    raise ValueError(f"strategies[{i}].model: an entry cannot name its own profile in a sweep over "
+                                     "sweep.models (every entry runs under each of those)")
+        for key, values in sweep.params.items():
+            target, _, param = key.rpartition(".")
+            named = [e for e in entries.values() if e.name == target]
+            if target not in entries and len(named) > 1:
+                raise ValueError(f"sweep.params.{key}: {len(named)} entries are named {target!r}; use a label "
+                                 f"({', '.join(e.key for e in named)})")
+            entry = entries.get(target) or (named[0] if named else None)
+            if entry is None:
+                raise ValueError(f"sweep.params.{key}: no strategy {target!r} in this run "
+                                 f"(known: {', '.join(entries)})")
+            fields = strategies.get(entry.name).Params.model_fields
+            if param not in fields:
+                raise ValueError(f"sweep.params.{key}: {entry.name} has no param {param!r} "
+                                 f"(known: {', '.join(fields)})")
+            for j, value in enumerate(values):
+                try:
+                    strategies.create(entry.name, **(entry.params | {param: value}))
+                except ValidationError as e:
+                    raise ValueError(f"sweep.params.{key}[{j}]: {_first_error(e)}") from None
+
+    def profile(self) -> Profile:
+        return _resolve_profile(self.model, "model")
+
+    def strategy_entries(self) -> list[StrategyEntry]:
+        """The strategies to run: the configured ones, or every registered one with its defaults."""
+        if self.strategies:
+            return list(self.strategies)
+        return [StrategyEntry(name=n, **_default_params(n)) for n in strategies.names()]
+
+    def variants(self) -> list[Variant]:
+        """What the runner replays every session under: the strategy entries, expanded by the sweep.
+
+        Labels stay the configured ones outside a sweep. In a sweep, a swept variant is labelled
+        ``<label>[<param>=<value>]`` and, when the sweep crosses profiles, every label ends in
+        ``@<profile>``; labels are therefore unique, and ``strategy`` stays the key of every table.
+        """
+        entries = self.strategy_entries()
+        if self.sweep is None:
+            return [_variant(e, self.model) for e in entries]
+        models: list[str | dict[str, Any]] = list(self.sweep.models) or [self.model]
+        axes: dict[str, list[tuple[str, list[SweepValue]]]] = {}
+        for key, values in self.sweep.params.items():
+            target, _, param = key.rpartition(".")
+            # A label wins over a name, as in `_check_sweep` (which refused an ambiguous name).
+            entry = next((e for e in entries if e.key == target), None) or next(e for e in entries if e.name == target)
+            axes.setdefault(entry.key, []).append((param, values))
+        out: list[Variant] = []
+        for model in models:
+            suffix = f"@{model}" if self.sweep.models else ""
+            for entry in entries:
+                if entry.key not in axes:
+                    base = entry.model_copy(update={"label": entry.key + suffix})
+                    out.append(_variant(base, model))
+                    continue
+                for param, values in axes[entry.key]:
+                    for value in values:
+                        label = f"{entry.key}[{param}={_show(value)}]{suffix}"
+                        data = entry.model_dump(exclude_none=True) | entry.params | {param: value, "label": label}
+                        variant = _variant(StrategyEntry(**data), model)
+                        out.append(Variant(variant.entry, variant.model, variant.profile,
+                                           f"{entry.key}.{param}", _number(value)))
+        return out
+
+    def resolved(self) -> dict[str, Any]:
+        """Every default filled in: what ``config.toml`` of a run directory holds and the hash covers."""
+        data = self.model_dump(mode="json", exclude={"strategies", "scenarios", "jobs", "executor", "scheduler"})
+        data["scenarios"] = [{"name": s.name, "weight": s.weight,
+                              **scenarios.get(s.name).Params(**s.params).model_dump(mode="json")}
+                             for s in self.scenarios]
+        data["strategies"] = [
+            {"name": e.name, "label": e.key,
+             **strategies.create(e.name, **e.params).params.model_dump(mode="json"),
+             **_switches_of(e)}
+            for e in self.strategy_entries()
+        ]
+        for row, e in zip(data["strategies"], self.strategy_entries(), strict=True):
+            if e.model is not None:
+                row["model"] = _resolve_profile(e.model, "model").model_dump(mode="json")
+        if isinstance(self.model, dict):
+            data["model"] = self.profile().model_dump(mode="json")
+        if self.sweep is None:
+            data.pop("sweep", None)
+        return data
+
+    def config_hash(self) -> str:
+        """sha256 of the resolved config; executor, jobs and scheduler are excluded because they
+        never change the results."""
+        text = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _resolve_profile(model: str | dict[str, Any], field: str) -> Profile:
+    """A profile from a name or a table (``base = "<name>"`` plus changes); ValueError names ``field``."""
+    if isinstance(model, str):
+        if model in PROFILE_NAMES:
+            return profile(model)
+        raise ValueError(f"{field}: unknown profile {model!r} (known: {', '.join(PROFILE_NAMES)}, "
+                         "or a table)")
+    fields = dict(model)
+    base = fields.pop("base", None)
+    try:
+        if base is not None:
+            return profile(str(base), **fields)
+        return Profile(**fields)
+    except KeyError as e:
+        raise ValueError(f"{field}.base: {e.args[0]}") from None
+    except ValidationError as e:
+        raise ValueError(f"{field}: {_first_error(e)}") from None
+
+
+def _variant(entry: StrategyEntry, model: str | dict[str, Any]) -> Variant:
+    """The entry under its own profile when it names one, else under ``model``."""
+    prof = _resolve_profile(entry.model if entry.model is not None else model, "model")
+    return Variant(entry, prof.name, prof)
+
+
+def _number(value: SweepValue) -> float | None:
+    """A grid value as the float of the ``sweep_value`` column (None for text and booleans)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _show(value: SweepValue) -> str:
+    """A grid value in a label: exact (``repr`` of numbers), so two values never share a label."""
+    return json.dumps(value) if isinstance(value, bool | str) else repr(value)
+
+
+def _same_value_key(value: SweepValue) -> tuple[str, object]:
+    """Grid values that would configure the same thing (1 and 1.0) share a key; True is not 1."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", float(value))
+    return ("text", value)
+
+
+def _switches_of(entry: StrategyEntry) -> dict[str, Any]:
+    from harness.core.switches import Switches
+
+    instance = strategies.create(entry.name, **entry.params)
+    return Switches.for_strategy(instance, **entry.switch_overrides()).model_dump(mode="json")
+
+
+def _default_params(name: str) -> dict[str, Any]:
+    return dict(DEFAULT_PIPELINE) if name == "pipeline" else {}
+
+
+def _first_error(e: ValidationError) -> str:
+    first = e.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    ctx = first.get("ctx") or {}
+    bounds = ", ".join(f"{k} {v}" for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
+    return f"{loc}: {msg}" + (f" (allowed: {bounds})" if bounds and bounds not in msg else "") if loc else msg
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> RunConfig:
+    """Read a TOML config (the embedded default when None) and apply flag overrides (None = unset)."""
+    source = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        with source.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    for key, value in overrides.items():
+        if value is not None:
+            data[key] = value
+    try:
+        return RunConfig(**data)
+    except ValidationError as e:
+        raise ConfigError(f"{source}: {_first_error(e)}") from None

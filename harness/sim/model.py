@@ -1,0 +1,461 @@
+"""The calibrated mock model (mock-model.md 2-4): an ideal agent with noise that acts only on what
+is really visible in the context it is given.
+
+Code-review rule of the spec: the policy reads the context, the current scripted step, the
+profile and the draws, nothing else. Whether a fact's value is *visible* comes from the messages'
+``facts`` (scanned from their text); recall of a visible value follows the profile's length and
+position curves. The true value is used only because a visible fact's text *is* the true value.
+Tools and the grader check values; the model never peeks at the full history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.core.context import Context
+from harness.core.crn import u
+from harness.core.messages import ErrorInfo, Message, Text, ToolUse, parse_error
+from harness.core.stubs import parse_stub
+from harness.core.tokens import Tokenizer, default_tokenizer
+from harness.core.tools import required_args
+from harness.sim.profiles import Profile
+from scenarios.base import LITERAL_PREFIX, SessionScript, Step
+from scenarios.draws import BASE32
+
+MalformedKind = Literal["missing_field", "wrong_type", "invalid_json", "text_only"]
+#: Shares of malformed-call kinds (J, mock-model.md 3.1).
+MALFORMED_SHARES: tuple[tuple[MalformedKind, float], ...] = (
+    ("missing_field", 0.45), ("wrong_type", 0.30), ("invalid_json", 0.15), ("text_only", 0.10),
+)
+RAW_KEY = "_raw"
+_FILLER = (" I weigh what the last outputs showed, which facts the next call needs, and whether any "
+           "earlier finding changes the plan before acting.")
+
+
+def literal_value(template: str, json_type: str) -> Any:
+    """A literal arg template (``lit:...``) as the JSON value its type says."""
+    raw = template[len(LITERAL_PREFIX):]
+    if json_type == "integer":
+        return int(raw)
+    if json_type == "boolean":
+        return raw == "true"
+    if json_type == "array":
+        return json.loads(raw) if raw.startswith("[") else [raw]
+    return raw
+
+
+def concrete_args(step: Step, values: Mapping[str, str]) -> dict[str, Any]:
+    """The call an ideal agent makes for ``step`` given the fact values it resolved."""
+    out: dict[str, Any] = {}
+    for arg, template in step.args.items():
+        if template.startswith(LITERAL_PREFIX):
+            out[arg] = literal_value(template, step.arg_types.get(arg, "string"))
+        elif step.arg_types.get(arg) == "array":
+            out[arg] = [values[template]]  # a fact names one item of a list argument (e.g. one column)
+        else:
+            out[arg] = values[template]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    tool: str
+    args: dict[str, Any]
+    #: step | retrieve | refetch | shortcut | resend | fix
+    purpose: str
+    #: For a re-call: the step whose output it fetches again.
+    target_step: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one agent call produced."""
+
+    kind: Literal["call", "text", "final"]
+    call: ToolCall | None
+    text: str
+    branch: str
+    malformed: MalformedKind | Literal[""] = ""
+    switch_to_fallback: bool = False
+    final_values: dict[str, str] | None = None
+    trace: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(slots=True)
+class Pointer:
+    """The harness's script pointer for one agent: the step (or final) and the attempt on it."""
+
+    step: Step | None
+    attempt: int = 0
+    #: key -> the step whose successful result first held it (the plan the agent may know).
+    producers: dict[str, Step] = field(default_factory=dict)
+
+    @property
+    def step_id(self) -> str:
+        return self.step.id if self.step is not None else "final"
+
+
+@dataclass(slots=True)
+class _Resolution:
+    value: str | None = None
+    action: ToolCall | None = None
+    branch: str = ""
+
+
+class MockModel:
+    """The policy of mock-model.md 2 and the summarizer of section 4, for one session."""
+
+    def __init__(self, script: SessionScript, profile: Profile, *, system_tokens: int | None = None,
+                 tokenizer: Tokenizer | None = None) -> None:
+        self.script = script
+        self.profile = profile
+        self.seed = script.seed
+        self.system_tokens = script.system_prompt_tokens if system_tokens is None else system_tokens
+        self.truth = script.fact_values()
+        self._skip_recall: set[str] = set()
+        self._thoughts: dict[tuple[str, str], str] = {}
+        self._count = (tokenizer or default_tokenizer()).count
+
+    # Reading the context ---------------------------------------------------------------------------
+    def prompt_tokens(self, ctx: Context) -> int:
+        return self.system_tokens + ctx.tokens
+
+    def _newest_holder(self, ctx: Context, key: str) -> tuple[int, Message] | None:
+        """(tokens before the newest message holding key, that message); scans from the end."""
+        after = 0
+        for m in reversed(ctx.messages):
+            if key in m.facts:
+                return self.system_tokens + ctx.tokens - after - m.tokens, m
+            after += m.tokens
+        return None
+
+    def _visible_handle(self, ctx: Context, key: str) -> str | None:
+        for m in reversed(ctx.messages):
+            if m.kind == "handle" and key in m.covers:
+                for b in m.blocks:
+                    stub = parse_stub(getattr(b, "content", ""))
+                    if stub is not None and key in stub.keys:
+                        return stub.handle
+        return None
+
+    def _last_result(self, ctx: Context, step_id: str) -> Message | None:
+        for m in reversed(ctx.messages):
+            if m.role == "user" and m.step_id == step_id and m.kind in ("observation", "error", "handle"):
+                return m
+            if m.role == "user" and m.kind in ("task",):
+                break
+        return None
+
+    def _last_action(self, ctx: Context, step_id: str) -> ToolUse | None:
+        for m in reversed(ctx.messages):
+            if m.role == "assistant" and m.step_id == step_id:
+                for b in m.blocks:
+                    if isinstance(b, ToolUse):
+                        return b
+                return None
+        return None
+
+    def _nudge_visible(self, ctx: Context, step_id: str) -> bool:
+        return any(m.kind == "nudge" and m.step_id == step_id for m in reversed(ctx.messages))
+
+    # Drawing ---------------------------------------------------------------------------------------
+    def u(self, purpose: str, step_id: str, attempt: int, *sub: str) -> float:
+        return u(self.seed, purpose, step_id, attempt, *sub)
+
+    def thought(self, step_id: str, branch: str, tool: str) -> str:
+        """A fixed text per (step, branch), padded to the profile's thought length: real thoughts vary,
+        but the loop detector compares thoughts, so repeats must read the same."""
+        key = (step_id, branch + "|" + tool)
+        text = self._thoughts.get(key)
+        if text is None:
+            text = f"Step {step_id}: {branch} via {tool}."
+            while self._count(text) < self.profile.thought_tokens:
+                text += _FILLER
+            self._thoughts[key] = text
+        return text
+
+    # Resolving facts (mock-model.md 2.2) ---------------------------------------------------------------
+    def banned(self, ctx: Context, step_id: str) -> set[str]:
+        """Values named by a visible structured NOT_FOUND error for this step (mock-model.md 2.2):
+        the value its call sent for the ``bad_arg`` the error names."""
+        out: set[str] = set()
+        messages = ctx.messages
+        for i in range(1, len(messages)):
+            m = messages[i]
+            if m.step_id != step_id or m.error is None or not m.error.structured or not m.error.bad_arg:
+                continue
+            previous = messages[i - 1]
+            for b in previous.blocks:
+                if isinstance(b, ToolUse) and m.error.bad_arg in b.input:
+                    out.add(str(b.input[m.error.bad_arg]))
+        return out
+
+    def _wrong_value(self, ctx: Context, step_id: str, key: str) -> str:
+        banned = self.banned(ctx, step_id)
+        decoys = sorted(
+            {d for m in ctx.messages for d in m.decoys} & set(self.script.decoys.get(key, ())) - banned
+        )
+        pick = self.u("wrong", step_id, 0, key, str(len(banned)))
+        if decoys:
+            return decoys[min(int(pick * len(decoys)), len(decoys) - 1)]
+        shape = self.truth[key].rsplit("-", 1)[0] if "-" in self.truth[key] else key
+        n = 0
+        while True:
+            word = int(self.u("madeup", step_id, 0, key, str(len(banned)), str(n)) * (1 << 50))
+            suffix = "".join(BASE32[(word >> (5 * i)) & 31] for i in range(4))
+            value = f"{shape}-{suffix}"
+            if value != self.truth[key] and value not in banned:
+                return value
+            n += 1
+
+    def _resolve(self, ctx: Context, pointer: Pointer, key: str, depth: int, L: int,
+                 trace: list[dict[str, Any]]) -> _Resolution:
+        s, a = pointer.step_id, pointer.attempt
+        entry: dict[str, Any] = {"key": key, "depth": depth}
+        visible = ctx.messages.fact_counts.get(key, 0) > 0
+        entry["visible"] = visible
+        if visible and s not in self._skip_recall:
+            holder = self._newest_holder(ctx, key)
+            assert holder is not None
+            before, m = holder
+            x = (before + m.tokens / 2) / L
+            p = self.profile.p_recall(L, x)
+            draw = self.u("recall", s, a, key)
+            entry |= {"x": round(x, 4), "p": round(p, 4), "u": round(draw, 4)}
+            if draw < p:
+                entry["branch"] = "recall"
+                trace.append(entry)
+                return _Resolution(value=self.truth[key], branch="recall")
+        handle = self._visible_handle(ctx, key)
+        if handle is not None:
+            entry["branch"] = "retrieve"
+            trace.append(entry)
+            return _Resolution(action=ToolCall("retrieve_payload", {"handle": handle, "key": key}, "retrieve"),
+                               branch="retrieve")
+        producer = pointer.producers.get(key)
+        if producer is not None and depth < 2 and self.u("refetch", s, a, key) < self.profile.p_refetch:
+            entry["branch"] = "refetch"
+            trace.append(entry)
+            values: dict[str, str] = {}
+            for ref in producer.needs:
+                inner = self._resolve(ctx, pointer, ref, depth + 1, L, trace)
+                if inner.action is not None:
+                    return inner
+                assert inner.value is not None
+                values[ref] = inner.value
+            call = ToolCall(producer.tool, concrete_args(producer, values), "refetch", target_step=producer.id)
+            return _Resolution(action=call, branch="refetch")
+        step = pointer.step
+        if step is not None and step.shortcut is not None and self.u("shortcut", s, a) < self.profile.p_shortcut:
+            entry["branch"] = "shortcut"
+            trace.append(entry)
+            return _Resolution(action=ToolCall(step.shortcut.tool, dict(step.shortcut.args), "shortcut"),
+                               branch="shortcut")
+        entry["branch"] = "wrong"
+        trace.append(entry)
+        return _Resolution(value=self._wrong_value(ctx, s, key), branch="wrong")
+
+    # The turn (mock-model.md 2.3) --------------------------------------------------------------------
+    def decide(self, ctx: Context, pointer: Pointer) -> Decision:
+        s, a = pointer.step_id, pointer.attempt
+        step = pointer.step
+        if step is None:
+            return self._final(ctx, pointer)
+        last = self._last_result(ctx, s)
+        info: ErrorInfo | None = None
+        if last is not None and last.kind == "error":
+            info = last.error if last.error is not None else parse_error(last.text)
+        if info is not None and info.structured and info.error_class == "contract":
+            if self.u("fix", s, a) < self.profile.p_fix:
+                return self._fresh(ctx, pointer, branch="fix", syntax=False)
+            return self._fresh(ctx, pointer, branch="refix", syntax=True, force_malformed=True)
+        if info is not None and info.structured and info.error_class == "engineering":
+            if info.fallback and step.fault is not None and step.fault.fallback is not None:
+                return Decision("call", None, "", "fallback", switch_to_fallback=True)
+            if info.retryable:
+                resent = self._resend(ctx, s, "retry")
+                if resent is not None:
+                    return resent
+            # A bad_arg error bans that value while it is visible (see `banned`): a fresh attempt.
+            return self._fresh(ctx, pointer, branch="after_error")
+        if info is not None:  # plain text error
+            if self._nudge_visible(ctx, s) and self.u("nudge", s, a) < self.profile.p_nudge_follow:
+                if step.fault is not None and step.fault.fallback is not None:
+                    return Decision("call", None, "", "nudge_fallback", switch_to_fallback=True)
+                self._skip_recall.add(s)
+                try:
+                    return self._fresh(ctx, pointer, branch="nudge")
+                finally:
+                    self._skip_recall.discard(s)
+            if self.u("repeat", s, a) < self.profile.p_repeat_error:
+                resent = self._resend(ctx, s, "repeat")
+                if resent is not None:
+                    return resent
+        return self._fresh(ctx, pointer, branch="fresh")
+
+    def _resend(self, ctx: Context, step_id: str, branch: str) -> Decision | None:
+        previous = self._last_action(ctx, step_id)
+        if previous is None:
+            return None
+        thought = self._previous_thought(ctx, step_id)
+        return Decision("call", ToolCall(previous.name, dict(previous.input), "resend"), thought, branch)
+
+    def _previous_thought(self, ctx: Context, step_id: str) -> str:
+        for m in reversed(ctx.messages):
+            if m.role == "assistant" and m.step_id == step_id:
+                return next((b.text for b in m.blocks if isinstance(b, Text)), "")
+        return ""
+
+    def _fresh(self, ctx: Context, pointer: Pointer, *, branch: str, syntax: bool = True,
+               force_malformed: bool = False) -> Decision:
+        step = pointer.step
+        assert step is not None
+        L = self.prompt_tokens(ctx)
+        trace: list[dict[str, Any]] = []
+        values: dict[str, str] = {}
+        for ref in step.needs:
+            r = self._resolve(ctx, pointer, ref, 0, L, trace)
+            if r.action is not None:
+                return self._emit(ctx, pointer, r.action, r.branch, trace, syntax=True)
+            assert r.value is not None
+            values[ref] = r.value
+        call = ToolCall(step.tool, concrete_args(step, values), "fix" if branch == "fix" else "step")
+        return self._emit(ctx, pointer, call, branch, trace, syntax=syntax, force_malformed=force_malformed)
+
+    def _emit(self, ctx: Context, pointer: Pointer, call: ToolCall, branch: str, trace: list[dict[str, Any]], *,
+              syntax: bool, force_malformed: bool = False) -> Decision:
+        s, a = pointer.step_id, pointer.attempt
+        thought = self.thought(s, branch, call.tool)
+        if syntax or force_malformed:
+            L = self.prompt_tokens(ctx)
+            noise = ctx.messages.raw_tokens / L
+            if force_malformed or self.u("malformed", s, a) < self.profile.p_malformed(L, noise):
+                kind = self._malformed_kind(s, a, call)
+                return self._malformed(call, kind, thought, branch, trace, s, a)
+        return Decision("call", call, thought, branch, trace=tuple(trace))
+
+    def _malformed_kind(self, s: str, a: int, call: ToolCall) -> MalformedKind:
+        draw = self.u("kind", s, a)
+        acc = 0.0
+        kind: MalformedKind = "text_only"
+        for name, share in MALFORMED_SHARES:
+            acc += share
+            if draw < acc:
+                kind = name
+                break
+        if kind == "wrong_type" and all(isinstance(v, str) for v in call.args.values()):
+            kind = "missing_field"
+        if kind == "missing_field" and not (set(required_args(call.tool)) & set(call.args)):
+            kind = "invalid_json"
+        return kind
+
+    def _malformed(self, call: ToolCall, kind: MalformedKind, thought: str, branch: str,
+                   trace: list[dict[str, Any]], s: str, a: int) -> Decision:
+        pick = self.u("badtext", s, a, kind)
+        if kind == "text_only":
+            text = f"{thought}\nNext I would run {call.tool} with {', '.join(sorted(call.args))} to continue."
+            return Decision("text", None, text, branch, malformed=kind, trace=tuple(trace))
+        args = dict(call.args)
+        if kind == "missing_field":
+            present = sorted(set(required_args(call.tool)) & set(args))
+            args.pop(present[min(int(pick * len(present)), len(present) - 1)])
+        elif kind == "wrong_type":
+            typed = sorted(k for k, v in args.items() if not isinstance(v, str))
+            victim = typed[min(int(pick * len(typed)), len(typed) - 1)]
+            args[victim] = {"int": "fifty", "bool": "yes", "list": "all of them"}.get(type(args[victim]).__name__,
+                                                                                      "fifty")
+        else:
+            text = json.dumps(args, sort_keys=True)
+            args = {RAW_KEY: text[: max(1, int(len(text) * (0.4 + 0.5 * pick)))] + ","}
+        return Decision("call", ToolCall(call.tool, args, call.purpose, call.target_step), thought, branch,
+                        malformed=kind, trace=tuple(trace))
+
+    def _final(self, ctx: Context, pointer: Pointer) -> Decision:
+        L = self.prompt_tokens(ctx)
+        trace: list[dict[str, Any]] = []
+        values: dict[str, str] = {}
+        for key in self.script.final_facts:
+            r = self._resolve(ctx, pointer, key, 0, L, trace)
+            if r.action is not None:
+                return self._emit(ctx, pointer, r.action, r.branch, trace, syntax=True)
+            assert r.value is not None
+            values[key] = r.value
+        lines = "\n".join(f"- {k}: {v}" for k, v in values.items())
+        return Decision("final", None, f"FINAL ANSWER\n{lines}", "final", final_values=values, trace=tuple(trace))
+
+    def handover(
+        self, ctx: Context, pointer: Pointer, carries: Sequence[str]
+    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """The values a hand-over message states: each carried key recalled from the context, or a
+        wrong value when it is not (no tool calls during a hand-over, J)."""
+        L = self.prompt_tokens(ctx)
+        trace: list[dict[str, Any]] = []
+        values: dict[str, str] = {}
+        for key in carries:
+            entry: dict[str, Any] = {"key": key}
+            value: str | None = None
+            if ctx.messages.fact_counts.get(key, 0) > 0:
+                holder = self._newest_holder(ctx, key)
+                assert holder is not None
+                before, m = holder
+                x = (before + m.tokens / 2) / L
+                p = self.profile.p_recall(L, x)
+                draw = self.u("recall", "handoff", 0, key)
+                entry |= {"visible": True, "x": round(x, 4), "p": round(p, 4), "u": round(draw, 4)}
+                if draw < p:
+                    value = self.truth[key]
+            entry["branch"] = "recall" if value is not None else "wrong"
+            values[key] = value if value is not None else self._wrong_value(ctx, "handoff", key)
+            trace.append(entry)
+        return values, trace
+
+    # Summaries (mock-model.md 4) ---------------------------------------------------------------------------
+    def summary_text(self, messages: Sequence[Message], at_step: str, n: int, tokens_in: int) -> tuple[str, list[str]]:
+        """The summary a summarizer call writes, and the keys it kept."""
+        count = self._count
+        newest: dict[str, int] = {}
+        for i, m in enumerate(messages):
+            for key in m.facts:
+                newest[key] = i
+        p_keep = self.profile.p_keep(tokens_in)
+        kept = [k for k in sorted(newest) if self.u("keep", at_step, n, k) < p_keep]
+        goals = [k for k in self.script.final_facts if k in kept]
+        others = sorted((k for k in kept if k not in goals), key=lambda k: -newest[k])
+        task_line = ""
+        for m in messages:
+            if m.kind == "task":
+                text = m.text
+                for key, value in self.truth.items():
+                    text = text.replace(value, f"<{key}>")
+                task_line = f"- task: {text[:300]}"
+                break
+        lines = ["## Conversation Summary"] + ([task_line] if task_line else [])
+        budget = self.profile.max_summary_tokens
+        used = count("\n".join(lines))
+        written: list[str] = []
+        for key in goals + others:
+            line = f"- {key}: {self.truth[key]}"
+            cost = count(line) + 1
+            if used + cost > budget:
+                break
+            lines.append(line)
+            written.append(key)
+            used += cost
+        tool_lines = ["## Tools Executed"]
+        for m in messages:
+            for b in m.blocks:
+                if isinstance(b, ToolUse):
+                    tool_lines.append(f"- step {m.step_id} {b.name}")
+        for line in tool_lines:
+            cost = count(line) + 1
+            if used + cost > budget:
+                break
+            lines.append(line)
+            used += cost
+        return "\n".join(lines), written
+
+
+__all__ = ["Decision", "MockModel", "Pointer", "ToolCall", "concrete_args", "literal_value"]

@@ -1,0 +1,572 @@
+"""Run configuration (DESIGN.md, "Data flow of one run" and "CLI"): loading TOML and the embedded
+default, flag overrides, strategy and scenario entries, the [model] table, the config hash, and
+the one-line ConfigError for every user mistake."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+import scenarios
+import strategies
+from harness.run.config import DEFAULT_PIPELINE, ConfigError, RunConfig, StrategyEntry, load_config
+from harness.sim.profiles import PROFILE_NAMES, Profile, profile
+
+
+def write(tmp_path: Path, text: str, name: str = "run.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def base_data(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "sessions": 10,
+        "seed": 7,
+        "batch_size": 3,
+        "executor": "serial",
+        "scenarios": [{"name": "mix", "turns": 20}],
+        "strategies": [{"name": "sliding_window", "window_size": 20}, {"name": "unbounded"}],
+    }
+    return data | changes
+
+
+# The embedded default ---------------------------------------------------------------------------------
+
+
+def test_default_config_is_the_mix_with_1000_sessions_every_strategy_on_frontier() -> None:
+    config = load_config()
+    assert config.sessions == 1000
+    assert [s.name for s in config.scenarios] == ["mix"]
+    assert config.model == "frontier"
+    assert config.profile() == profile("frontier")
+    assert [e.name for e in config.strategy_entries()] == strategies.names()
+    assert len(config.strategy_entries()) == 10
+
+
+def test_default_config_runs_pipeline_with_the_recommended_stages() -> None:
+    entries = {e.name: e for e in load_config().strategy_entries()}
+    assert entries["pipeline"].params == DEFAULT_PIPELINE
+    assert all(entries[n].params == {} for n in entries if n != "pipeline")
+
+
+def test_default_config_resolved_lists_every_strategy_with_a_distinct_label() -> None:
+    resolved = load_config().resolved()
+    labels = [s["label"] for s in resolved["strategies"]]
+    assert labels == strategies.names()
+    assert resolved["scenarios"][0]["name"] == "mix"
+    assert resolved["scenarios"][0]["weight"] == 1.0
+
+
+# Strategy entries ---------------------------------------------------------------------------------------
+
+
+def test_same_strategy_twice_with_different_labels_is_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [[strategies]]
+        name = "sliding_window"
+        label = "sw20"
+        window_size = 20
+
+        [[strategies]]
+        name = "sliding_window"
+        label = "sw40"
+        window_size = 40
+    """)
+    config = load_config(path)
+    entries = config.strategy_entries()
+    assert [e.key for e in entries] == ["sw20", "sw40"]
+    assert [e.params for e in entries] == [{"window_size": 20}, {"window_size": 40}]
+    resolved = config.resolved()["strategies"]
+    assert [(s["label"], s["window_size"]) for s in resolved] == [("sw20", 20), ("sw40", 40)]
+
+
+def test_duplicate_label_is_refused_naming_the_label(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [[strategies]]
+        name = "sliding_window"
+        label = "same"
+        window_size = 20
+
+        [[strategies]]
+        name = "summarize"
+        label = "same"
+    """)
+    with pytest.raises(ConfigError, match=r"strategies\[1\]\.label: 'same' is used twice"):
+        load_config(path)
+
+
+def test_same_strategy_twice_without_labels_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [[strategies]]
+        name = "sliding_window"
+        window_size = 20
+
+        [[strategies]]
+        name = "sliding_window"
+        window_size = 40
+    """)
+    with pytest.raises(ConfigError, match=r"strategies\[1\]\.label: 'sliding_window' is used twice"):
+        load_config(path)
+
+
+def test_strategy_params_and_switch_overrides_are_carried(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [[strategies]]
+        name = "sliding_window"
+        label = "guarded"
+        window_size = 24
+        pin_first = 1
+        contracts = true
+        errors = "three_class"
+        breaker = true
+        token_budget = 50000
+    """)
+    entry = load_config(path).strategy_entries()[0]
+    assert entry.params == {"window_size": 24, "pin_first": 1}
+    assert entry.switch_overrides() == {"contracts": True, "errors": "three_class", "breaker": True,
+                                        "token_budget": 50000}
+    resolved = load_config(path).resolved()["strategies"][0]
+    assert resolved["window_size"] == 24
+    assert resolved["pin_first"] == 1
+    assert (resolved["contracts"], resolved["errors"], resolved["breaker"], resolved["token_budget"]) == (
+        True, "three_class", True, 50000)
+
+
+def test_switch_defaults_come_from_the_strategy_and_an_override_turns_them_off(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [[strategies]]
+        name = "offload_contracts"
+
+        [[strategies]]
+        name = "offload_contracts"
+        label = "offload_plain"
+        contracts = false
+        errors = "plain"
+        breaker = false
+
+        [[strategies]]
+        name = "sliding_window"
+    """)
+    by_label = {s["label"]: s for s in load_config(path).resolved()["strategies"]}
+    assert (by_label["offload_contracts"]["contracts"], by_label["offload_contracts"]["errors"]) == (
+        True, "three_class")
+    assert (by_label["offload_plain"]["contracts"], by_label["offload_plain"]["errors"],
+            by_label["offload_plain"]["breaker"]) == (False, "plain", False)
+    assert (by_label["sliding_window"]["contracts"], by_label["sliding_window"]["errors"],
+            by_label["sliding_window"]["breaker"]) == (False, "plain", False)
+
+
+def test_strategy_entry_key_is_the_label_or_the_name() -> None:
+    assert StrategyEntry(name="unbounded").key == "unbounded"
+    assert StrategyEntry(name="unbounded", label="raw").key == "raw"
+
+
+# Scenario entries ----------------------------------------------------------------------------------------
+
+
+def test_scenario_weights_and_params_are_carried_and_defaults_resolved(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [[scenarios]]
+        name = "k8s_crashloop"
+        weight = 2.5
+        turns = 30
+
+        [[scenarios]]
+        name = "log_triage"
+        dump_scale = 10.0
+    """)
+    config = load_config(path)
+    assert [(s.name, s.weight, s.params) for s in config.scenarios] == [
+        ("k8s_crashloop", 2.5, {"turns": 30}), ("log_triage", 1.0, {"dump_scale": 10.0})]
+    resolved = config.resolved()["scenarios"]
+    defaults = scenarios.get("log_triage").Params().model_dump(mode="json")
+    assert resolved[0]["turns"] == 30
+    assert resolved[1] == {"name": "log_triage", "weight": 1.0, **(defaults | {"dump_scale": 10.0})}
+
+
+def test_default_scenarios_are_the_mix_when_the_file_names_none(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "sessions = 3\n"))
+    assert [s.name for s in config.scenarios] == ["mix"]
+
+
+# Flag overrides -------------------------------------------------------------------------------------------
+
+
+def test_flag_overrides_win_over_file_values(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        sessions = 50
+        seed = 1
+        model = "small"
+        executor = "process"
+        jobs = 4
+        scheduler = "tcp://example:8786"
+    """)
+    config = load_config(path, sessions=7, seed=11, model="mid", jobs=2, executor="serial")
+    assert (config.sessions, config.seed, config.model, config.jobs, config.executor) == (7, 11, "mid", 2, "serial")
+    assert config.profile().name == "mid"
+
+
+def test_none_overrides_keep_file_values(tmp_path: Path) -> None:
+    path = write(tmp_path, 'sessions = 50\nseed = 1\nscheduler = "tcp://example:8786"\n')
+    config = load_config(path, sessions=None, seed=None, model=None, jobs=None, executor=None, scheduler=None)
+    assert (config.sessions, config.seed, config.scheduler) == (50, 1, "tcp://example:8786")
+
+
+def test_flag_override_on_the_embedded_default() -> None:
+    config = load_config(None, sessions=12)
+    assert config.sessions == 12
+    assert len(config.strategy_entries()) == len(strategies.names())
+
+
+# The [model] table -----------------------------------------------------------------------------------
+
+
+def test_model_table_with_base_and_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [model]
+        base = "frontier"
+        window_tokens = 64000
+        p_throttle = 0.05
+    """)
+    prof = load_config(path).profile()
+    assert prof == profile("frontier", window_tokens=64000, p_throttle=0.05)
+    assert prof.window_tokens == 64000
+    assert prof.price_in == profile("frontier").price_in
+
+
+def test_model_table_with_a_full_inline_profile(tmp_path: Path) -> None:
+    fields = {k: v for k, v in profile("mid").model_dump(mode="json").items() if v is not None}
+    fields |= {"name": "custom", "window_tokens": 50_000}
+    path = tmp_path / "inline.toml"
+    path.write_text(tomli_w.dumps({"sessions": 5, "model": fields}))
+    prof = load_config(path).profile()
+    assert prof == Profile(**fields)
+    assert (prof.name, prof.window_tokens) == ("custom", 50_000)
+
+
+def test_model_table_resolves_to_the_full_profile_in_the_resolved_config(tmp_path: Path) -> None:
+    path = write(tmp_path, '[model]\nbase = "small"\nmax_turns = 60\n')
+    resolved = load_config(path).resolved()
+    assert resolved["model"] == profile("small", max_turns=60).model_dump(mode="json")
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_every_builtin_profile_name_is_accepted(name: str) -> None:
+    assert RunConfig(model=name).profile().name == name
+
+
+# The config hash ------------------------------------------------------------------------------------
+
+
+def test_config_hash_is_stable_for_equal_configs(tmp_path: Path) -> None:
+    path = tmp_path / "same.toml"
+    path.write_text(tomli_w.dumps(base_data()))
+    from_file = load_config(path)
+    from_data = RunConfig(**base_data())
+    assert from_file.config_hash() == from_data.config_hash() == RunConfig(**base_data()).config_hash()
+    assert re.fullmatch(r"[0-9a-f]{64}", from_data.config_hash())
+
+
+def test_config_hash_is_the_same_when_defaults_are_spelled_out() -> None:
+    implicit = RunConfig(**base_data(strategies=[{"name": "unbounded"}, {"name": "sliding_window"}]))
+    explicit = RunConfig(**base_data(strategies=[
+        {"name": "unbounded", "label": "unbounded"},
+        {"name": "sliding_window", "window_size": 40, "contracts": False, "errors": "plain"},
+    ]))
+    assert implicit.config_hash() == explicit.config_hash()
+
+
+def test_config_hash_of_every_strategy_equals_listing_them_with_defaults() -> None:
+    listed = [{"name": n, **(DEFAULT_PIPELINE if n == "pipeline" else {})} for n in strategies.names()]
+    every = RunConfig(**base_data(strategies=[]))
+    assert every.config_hash() == RunConfig(**base_data(strategies=listed)).config_hash()
+
+
+@pytest.mark.parametrize("changes", [
+    {"sessions": 11},
+    {"seed": 8},
+    {"batch_size": 4},
+    {"model": "mid"},
+    {"model": {"base": "frontier", "window_tokens": 64000}},
+    {"scenarios": [{"name": "mix", "turns": 21}]},
+    {"scenarios": [{"name": "mix", "turns": 20}, {"name": "k8s_crashloop", "turns": 20}]},
+    {"scenarios": [{"name": "mix", "turns": 20}, {"name": "k8s_crashloop", "turns": 20, "weight": 2}]},
+    {"strategies": [{"name": "sliding_window", "window_size": 21}, {"name": "unbounded"}]},
+    {"strategies": [{"name": "sliding_window", "window_size": 20, "label": "sw"}, {"name": "unbounded"}]},
+    {"strategies": [{"name": "sliding_window", "window_size": 20, "contracts": True}, {"name": "unbounded"}]},
+    {"strategies": [{"name": "sliding_window", "window_size": 20}, {"name": "unbounded", "token_budget": 9000}]},
+    {"strategies": [{"name": "sliding_window", "window_size": 20}]},
+], ids=["sessions", "seed", "batch_size", "model", "model-table", "scenario-param", "extra-scenario",
+        "scenario-weight", "strategy-param", "label", "switch", "token-budget", "fewer-strategies"])
+def test_config_hash_changes_when_a_result_changing_field_differs(changes: dict[str, Any]) -> None:
+    assert RunConfig(**base_data(**changes)).config_hash() != RunConfig(**base_data()).config_hash()
+
+
+@pytest.mark.parametrize("changes", [
+    {"executor": "process"},
+    {"executor": "dask", "scheduler": "tcp://somewhere:8786"},
+    {"jobs": 7},
+    {"executor": "process", "jobs": 3},
+])
+def test_config_hash_ignores_executor_jobs_and_scheduler(changes: dict[str, Any]) -> None:
+    assert RunConfig(**base_data(**changes)).config_hash() == RunConfig(**base_data()).config_hash()
+
+
+def test_resolved_config_leaves_out_executor_jobs_and_scheduler() -> None:
+    resolved = RunConfig(**base_data(jobs=3, scheduler="tcp://x:1")).resolved()
+    assert not {"executor", "jobs", "scheduler"} & set(resolved)
+    assert {"sessions", "seed", "batch_size", "model", "scenarios", "strategies"} <= set(resolved)
+
+
+# Every mistake is one ConfigError line naming the field, the range or file:line --------------------------
+
+KNOWN_STRATEGIES = ", ".join(strategies.names())
+KNOWN_SCENARIOS = ", ".join(scenarios.names())
+
+BAD_CONFIGS = {
+    "unknown-strategy": ('[[strategies]]\nname = "nope"\n',
+                         ["strategies[0].name", "unknown strategy 'nope'", KNOWN_STRATEGIES]),
+    "unknown-scenario": ('[[scenarios]]\nname = "nope"\n',
+                         ["scenarios[0].name", "unknown scenario 'nope'", KNOWN_SCENARIOS]),
+    "strategy-param-below-range": ('[[strategies]]\nname = "sliding_window"\nwindow_size = -3\n',
+                                   ["strategies[0] (sliding_window)", "window_size", "ge 0"]),
+    "strategy-param-above-range": ('[[strategies]]\nname = "sliding_window"\nthreshold = 2\n',
+                                   ["strategies[0] (sliding_window)", "threshold", "le 1"]),
+    "strategy-param-unknown": ('[[strategies]]\nname = "sliding_window"\nwindw = 3\n',
+                               ["strategies[0] (sliding_window)", "windw"]),
+    "scenario-param-below-range": ('[[scenarios]]\nname = "mix"\nturns = 3\n',
+                                   ["scenarios[0] (mix)", "turns", "ge 20"]),
+    "scenario-weight-zero": ('[[scenarios]]\nname = "mix"\nweight = 0\n', ["weight", "gt 0"]),
+    "sessions-zero": ("sessions = 0\n", ["sessions", "ge 1"]),
+    "sessions-too-many": ("sessions = 100000000\n", ["sessions", "le 10000000"]),
+    "batch-size-zero": ("batch_size = 0\n", ["batch_size", "ge 1"]),
+    "jobs-negative": ("jobs = -1\n", ["jobs", "ge 0"]),
+    "token-budget-zero": ('[[strategies]]\nname = "unbounded"\ntoken_budget = 0\n', ["token_budget", "ge 1"]),
+    "errors-mode": ('[[strategies]]\nname = "unbounded"\nerrors = "loud"\n', ["errors", "'plain'", "'three_class'"]),
+    "unknown-model": ('model = "gpt-9"\n', ["model", "unknown profile 'gpt-9'", ", ".join(PROFILE_NAMES)]),
+    "unknown-model-base": ('[model]\nbase = "gpt-9"\n', ["model.base", "gpt-9", ", ".join(PROFILE_NAMES)]),
+    "model-field-out-of-range": ('[model]\nbase = "frontier"\nwindow_tokens = 10\n',
+                                 ["model", "window_tokens", "ge 1024"]),
+    "model-unknown-field": ('[model]\nbase = "frontier"\nwindw = 10\n', ["model", "windw"]),
+    "unknown-top-level-key": ("sessionz = 3\n", ["sessionz"]),
+    "executor": ('executor = "threads"\n', ["executor", "'serial'"]),
+}
+SWEEP_BASE = '[[strategies]]\nname = "sliding_window"\n\n[[strategies]]\nname = "unbounded"\n\n'
+BAD_SWEEPS = {
+    "unknown-strategy": ('[sweep.params]\n"nope.window_size" = [10]\n',
+                         ["sweep.params.nope.window_size", "no strategy 'nope'", "sliding_window, unbounded"]),
+    "unknown-param": ('[sweep.params]\n"sliding_window.windw" = [10]\n',
+                      ["sweep.params.sliding_window.windw", "no param 'windw'", "window_size"]),
+    "value-out-of-range": ('[sweep.params]\n"sliding_window.window_size" = [10, -1]\n',
+                           ["sweep.params.sliding_window.window_size[1]", "window_size", "ge 0"]),
+    "value-of-wrong-type": ('[sweep.params]\n"sliding_window.window_size" = ["ten"]\n',
+                            ["sweep.params.sliding_window.window_size[0]", "window_size"]),
+    "duplicate-values": ('[sweep.params]\n"sliding_window.window_size" = [10, 10]\n',
+                         ["sweep.params", "sliding_window.window_size", "a value appears twice"]),
+    "no-values": ('[sweep.params]\n"sliding_window.window_size" = []\n',
+                  ["sweep.params", "sliding_window.window_size", "at least one value"]),
+    "key-without-param": ('[sweep.params]\n"window_size" = [10]\n', ["sweep.params", "window_size", "<strategy>"]),
+    "unknown-profile": ('[sweep]\nmodels = ["frontier", "gpt-9"]\n',
+                        ["sweep.models", "models[1]", "unknown profile 'gpt-9'", ", ".join(PROFILE_NAMES)]),
+    "duplicate-profile": ('[sweep]\nmodels = ["mid", "mid"]\n', ["sweep.models", "appears twice"]),
+    "unknown-sweep-key": ('[sweep]\nmodel = ["mid"]\n', ["sweep.model"]),
+}
+BAD_CONFIGS |= {f"sweep-{name}": (SWEEP_BASE + text, expected) for name, (text, expected) in BAD_SWEEPS.items()}
+
+
+@pytest.mark.parametrize(("text", "expected"), list(BAD_CONFIGS.values()), ids=list(BAD_CONFIGS))
+def test_bad_config_raises_one_line_config_error_naming_the_field(tmp_path: Path, text: str,
+                                                                   expected: list[str]) -> None:
+    path = write(tmp_path, text, "bad.toml")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    for part in expected:
+        assert part in message, (part, message)
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("sessions = 5\nseed = = 3\n", 2),
+    ("sessions = 5\n\n\n[[strategies]\nname = 'x'\n", 4),
+    ("sessions = 5\nsessions = 6\n", 2),
+])
+def test_bad_toml_raises_one_line_config_error_with_file_and_line(tmp_path: Path, text: str, line: int) -> None:
+    path = write(tmp_path, text, "broken.toml")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    assert f"line {line}" in message
+
+
+def test_missing_file_raises_config_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "absent.toml"
+    with pytest.raises(ConfigError, match=r"absent\.toml: no such file"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ({"sessions": 0}, "sessions"),
+    ({"model": "gpt-9"}, "unknown profile 'gpt-9'"),
+    ({"jobs": -2}, "jobs"),
+    ({"executor": "threads"}, "executor"),
+])
+def test_bad_flag_override_raises_config_error(tmp_path: Path, override: dict[str, Any], expected: str) -> None:
+    path = write(tmp_path, "sessions = 5\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, **override)
+    assert expected in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+# Sweeps: [sweep] expands the strategies one factor at a time, crossed with profiles ---------------------------
+
+
+def sweep_data(sweep: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return base_data(strategies=[{"name": "sliding_window", "window_size": 20, "threshold": 0.6},
+                                 {"name": "unbounded"}], sweep=sweep, **changes)
+
+
+def test_sweep_over_one_param_and_two_profiles_labels_counts_and_tags() -> None:
+    config = RunConfig(**sweep_data({"models": ["frontier", "small"],
+                                     "params": {"sliding_window.window_size": [10, 40]}}))
+    variants = config.variants()
+    assert [v.label for v in variants] == [
+        "sliding_window[window_size=10]@frontier", "sliding_window[window_size=40]@frontier", "unbounded@frontier",
+        "sliding_window[window_size=10]@small", "sliding_window[window_size=40]@small", "unbounded@small"]
+    assert [v.tags() for v in variants[:3]] == [
+        {"model": "frontier", "sweep_param": "sliding_window.window_size", "sweep_value": 10.0},
+        {"model": "frontier", "sweep_param": "sliding_window.window_size", "sweep_value": 40.0},
+        {"model": "frontier", "sweep_param": "", "sweep_value": None}]
+    assert [v.profile for v in variants] == [profile("frontier")] * 3 + [profile("small")] * 3
+    assert [v.entry.name for v in variants] == ["sliding_window", "sliding_window", "unbounded"] * 2
+
+
+def test_sweep_keeps_every_other_param_of_the_swept_strategy_at_its_configured_value() -> None:
+    config = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [10, 40],
+                                                "sliding_window.threshold": [0.5, 0.9]}}))
+    params = {v.label: v.entry.params for v in config.variants()}
+    assert params == {
+        "sliding_window[window_size=10]": {"window_size": 10, "threshold": 0.6},
+        "sliding_window[window_size=40]": {"window_size": 40, "threshold": 0.6},
+        "sliding_window[threshold=0.5]": {"window_size": 20, "threshold": 0.5},
+        "sliding_window[threshold=0.9]": {"window_size": 20, "threshold": 0.9},
+        "unbounded": {},
+    }
+
+
+def test_sweep_without_models_runs_on_the_runs_model_with_unsuffixed_labels() -> None:
+    config = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [10]}}, model="mid"))
+    assert [(v.label, v.model) for v in config.variants()] == [("sliding_window[window_size=10]", "mid"),
+                                                              ("unbounded", "mid")]
+
+
+def test_sweep_with_models_only_runs_every_strategy_once_per_profile() -> None:
+    config = RunConfig(**sweep_data({"models": ["mid", "stress-2023"]}))
+    assert [(v.label, v.model, v.sweep_param) for v in config.variants()] == [
+        ("sliding_window@mid", "mid", ""), ("unbounded@mid", "mid", ""),
+        ("sliding_window@stress-2023", "stress-2023", ""), ("unbounded@stress-2023", "stress-2023", "")]
+
+
+def test_sweep_addresses_an_entry_by_its_label() -> None:
+    data = base_data(strategies=[{"name": "sliding_window", "label": "sw20", "window_size": 20},
+                                 {"name": "unbounded"}],
+                     sweep={"params": {"sw20.window_size": [10, 80]}})
+    variants = RunConfig(**data).variants()
+    assert [v.label for v in variants] == ["sw20[window_size=10]", "sw20[window_size=80]", "unbounded"]
+    assert {v.sweep_param for v in variants} == {"sw20.window_size", ""}
+
+
+def test_sweep_of_floats_and_booleans_labels_and_values() -> None:
+    data = base_data(strategies=[{"name": "summarize"}, {"name": "sliding_window"}],
+                     sweep={"params": {"summarize.summary_ratio": [0.1, 0.25],
+                                       "sliding_window.proactive": [True, False]}})
+    variants = RunConfig(**data).variants()
+    assert [(v.label, v.sweep_value) for v in variants] == [
+        ("summarize[summary_ratio=0.1]", 0.1), ("summarize[summary_ratio=0.25]", 0.25),
+        ("sliding_window[proactive=true]", None), ("sliding_window[proactive=false]", None)]
+
+
+def test_a_config_without_sweep_has_one_untagged_variant_per_entry_and_no_sweep_in_resolved() -> None:
+    config = RunConfig(**base_data())
+    assert [(v.label, v.tags()) for v in config.variants()] == [
+        ("sliding_window", {"model": "frontier", "sweep_param": "", "sweep_value": None}),
+        ("unbounded", {"model": "frontier", "sweep_param": "", "sweep_value": None})]
+    assert "sweep" not in config.resolved()
+
+
+def test_sweep_is_part_of_the_config_hash() -> None:
+    plain = RunConfig(**base_data()).config_hash()
+    swept = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [10]}})).config_hash()
+    other = RunConfig(**sweep_data({"params": {"sliding_window.window_size": [11]}})).config_hash()
+    assert len({plain, swept, other}) == 3
+
+
+def test_a_strategy_entry_with_its_own_model_runs_on_that_profile() -> None:
+    data = base_data(strategies=[{"name": "unbounded", "model": "small"}, {"name": "sliding_window"}])
+    config = RunConfig(**data)
+    assert [(v.label, v.model, v.profile) for v in config.variants()] == [
+        ("unbounded", "small", profile("small")), ("sliding_window", "frontier", profile("frontier"))]
+    assert config.resolved()["strategies"][0]["model"] == profile("small").model_dump(mode="json")
+    assert config.config_hash() != RunConfig(**base_data(strategies=[{"name": "unbounded"},
+                                                                      {"name": "sliding_window"}])).config_hash()
+    entry = {"name": "unbounded", "model": {"base": "small", "window_tokens": 4096}}
+    assert RunConfig(**base_data(strategies=[entry])).variants()[0].profile.window_tokens == 4096
+
+
+def test_an_entry_with_its_own_model_cannot_join_a_sweep_over_models() -> None:
+    data = base_data(strategies=[{"name": "unbounded", "model": "small"}, {"name": "sliding_window"}],
+                     sweep={"models": ["frontier", "mid"]})
+    with pytest.raises(ValueError, match=r"strategies\[0\]\.model: an entry cannot name its own profile"):
+        RunConfig(**data)
+
+
+@pytest.mark.parametrize(("key", "values"), [("condense.max_tokens", [1000000, 1000001]),
+                                             ("sliding_window.threshold", [0.5, 0.50000001])])
+def test_every_variant_of_a_sweep_has_its_own_label(key: str, values: list[Any]) -> None:
+    data = base_data(strategies=[{"name": key.partition(".")[0]}], sweep={"params": {key: values}})
+    labels = [v.label for v in RunConfig(**data).variants()]
+    assert len(set(labels)) == len(labels) == 2, labels
+
+
+def test_values_that_configure_the_same_thing_are_duplicates() -> None:
+    data = base_data(strategies=[{"name": "sliding_window"}], sweep={"params": {"sliding_window.threshold": [1, 1.0]}})
+    with pytest.raises(ValueError, match="a value appears twice"):
+        RunConfig(**data)
+
+
+def test_sweeping_a_name_shared_by_two_entries_asks_for_a_label() -> None:
+    data = base_data(strategies=[{"name": "sliding_window", "label": "a"}, {"name": "sliding_window", "label": "b"}],
+                     sweep={"params": {"sliding_window.window_size": [10, 20]}})
+    with pytest.raises(ValueError, match=r"2 entries are named 'sliding_window'; use a label \(a, b\)"):
+        RunConfig(**data)
+    data["sweep"] = {"params": {"b.window_size": [10, 20]}}
+    assert [v.label for v in RunConfig(**data).variants()] == ["a", "b[window_size=10]", "b[window_size=20]"]
+
+
+
+
+def test_unknown_entry_model_raises_one_line_config_error_naming_the_entry(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[strategies]]\nname = "unbounded"\nmodel = "gpt-9"\n', "bad.toml")
+    with pytest.raises(ConfigError, match=r"strategies\[0\]\.model: unknown profile 'gpt-9'") as info:
+        load_config(path)
+    assert "\n" not in str(info.value)
+
+
+def test_a_sweep_key_names_a_label_before_a_name() -> None:
+    data = base_data(strategies=[{"name": "sliding_window", "label": "a"},
+                                 {"name": "truncate_then_slide", "label": "sliding_window"}],
+                     sweep={"params": {"sliding_window.window_size": [10, 20]}})
+    assert [v.label for v in RunConfig(**data).variants()] == [
+        "a", "sliding_window[window_size=10]", "sliding_window[window_size=20]"]
+    assert [v.entry.name for v in RunConfig(**data).variants()] == ["sliding_window", "truncate_then_slide",
+                                                                    "truncate_then_slide"]

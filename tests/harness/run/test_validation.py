@@ -1,0 +1,194 @@
+"""`ctxbench validation`: the experiments (`harness.run.validation`) and the document (`reports.validation`),
+on a quick-sized run. The quick sizes are too small for the soft verdicts to mean anything, so these
+tests check what holds at any size: the hard mechanism checks, that every spec target is listed with a
+verdict, that verdicts follow the data, and that every link and image of the document exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import main as cli_main
+from harness.run.validation import ValidationSizes, run_validation, stuck_cases, throttle_experiment
+from reports import validation as rv
+
+SPEC_TARGETS = ("M1a", "M1b", "M1c", "M2a", "M2b", "M3", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10")
+#: Hard checks that hold whatever the sample size (M1b "about 0%" and the probe ratios need samples).
+HARD_AT_ANY_SIZE = ("M1a", "M1c", "M2a", "M2b", "M3", "P8", "P9", "P10")
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, rv.ValidationResult]:
+    root = tmp_path_factory.mktemp("validation")
+    out, doc = root / "runs", root / "docs" / "validation.md"
+    run_validation(out, ValidationSizes.quick(jobs=1))
+    return out, doc, rv.write_validation(out, doc)
+
+
+def test_every_spec_target_is_listed_with_a_verdict(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, doc, result = validated
+    ids = {c.id for c in result.checks}
+    assert set(SPEC_TARGETS) <= ids
+    assert "§12" in ids
+    for check in result.checks:
+        assert check.verdict in ("pass", "FAIL", "agree", "disagree", "-", "direction agrees", "direction differs")
+        if check.kind == "hard":
+            assert check.verdict in ("pass", "FAIL")
+        if check.kind == "soft":
+            assert check.verdict in ("agree", "disagree")
+    text = doc.read_text()
+    for target in SPEC_TARGETS:
+        assert f"| {target} |" in text
+
+
+def test_hard_mechanism_checks_pass_at_any_size(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, _, result = validated
+    for check in result.checks:
+        if check.id in HARD_AT_ANY_SIZE:
+            assert check.verdict == "pass", check
+
+
+def test_every_link_and_image_of_the_document_exists(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, doc, result = validated
+    text = doc.read_text()
+    targets = re.findall(r"\]\(([^)]+)\)", text)
+    assert any(t.endswith("calibration-length.png") for t in targets)
+    assert any(t.endswith("complexity-trap/report.md") for t in targets)
+    assert any(t.endswith("seed-article/report.md") for t in targets)
+    assert any(t.endswith("sweep/sweep.md") for t in targets)
+    for target in targets:
+        assert (doc.parent / target).is_file(), target
+    for path in result.written:
+        assert path.is_file()
+    assert not any(t.startswith("/") for t in targets)
+    assert str(doc.parent.parent) not in text  # no path of this machine leaks into the document
+
+
+def test_the_reference_reports_are_copied_with_their_plots(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, doc, _ = validated
+    for name in ("complexity-trap", "seed-article"):
+        report = doc.parent / "validation" / name / "report.md"
+        assert str(doc.parent.parent) not in report.read_text()
+        for target in re.findall(r"\]\(([^)]+\.png)\)", report.read_text()):
+            assert (report.parent / target).is_file()
+
+
+def test_the_document_is_the_same_when_written_again(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, doc, _ = validated
+    first = doc.read_bytes()
+    images = {p: p.read_bytes() for p in (doc.parent / "validation").glob("*.png")}
+    rv.write_validation(out, doc)
+    assert doc.read_bytes() == first
+    assert {p: p.read_bytes() for p in (doc.parent / "validation").glob("*.png")} == images
+
+
+def test_p1_verdict_follows_the_costs(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, _, _ = validated
+    bundle = rv.load_bundle(out)
+
+    def p1_verdicts(factor: float) -> list[str]:
+        frame = bundle.sessions["trap-spec"].copy()
+        raw = frame[frame["strategy"] == rv.TRAP_RAW].set_index(["scenario", "session_index"])["cost_usd"]
+        for strategy in (rv.TRAP_MASK, rv.TRAP_SUMMARY):
+            rows = frame["strategy"] == strategy
+            keys = pd.MultiIndex.from_frame(frame.loc[rows, ["scenario", "session_index"]])
+            frame.loc[rows, "cost_usd"] = raw.reindex(keys).to_numpy() * factor
+        bundle.sessions["trap-spec"] = frame
+        return [c.verdict for c in rv.trap_checks(bundle)
+                if c.id == "P1" and c.kind == "soft" and "spec setup" in c.setup]
+
+    assert p1_verdicts(0.5) == ["agree", "agree"]
+    assert p1_verdicts(1.0) == ["disagree", "disagree"]
+    assert p1_verdicts(0.2) == ["disagree", "disagree"]
+
+
+def test_p2_verdict_follows_the_solve_rates(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, _, _ = validated
+    bundle = rv.load_bundle(out)
+    frame = bundle.sessions["trap-spec"].copy()
+    frame["success"] = True
+    bundle.sessions["trap-spec"] = frame
+    spec = [c for c in rv.trap_checks(bundle) if c.id == "P2" and "spec setup" in c.setup]
+    assert [c.verdict for c in spec] == ["agree", "agree"]
+    frame.loc[frame["strategy"] == rv.TRAP_RAW, "success"] = False
+    spec = [c for c in rv.trap_checks(bundle) if c.id == "P2" and "spec setup" in c.setup]
+    assert [c.verdict for c in spec] == ["disagree", "disagree"]
+    assert all(c.detail for c in spec)
+
+
+def test_p9_cases_match_the_openhands_rules() -> None:
+    cases = stuck_cases()
+    assert len(cases) == 7
+    assert all(c["agrees"] for c in cases)
+    assert {c["rule"] for c in cases if c["stuck"]} == {"repeat", "error_streak", "alternation", "monologue"}
+
+
+def test_p8_throttle_experiment_backs_off_and_ends_throttled() -> None:
+    result = throttle_experiment()
+    assert result["outcome"] == "throttled"
+    assert result["attempts"] == 6
+    assert result["backoff_s"] == pytest.approx(4 + 8 + 16 + 32 + 64)
+
+
+def test_cli_report_only_rewrites_the_document(validated: tuple[Path, Path, rv.ValidationResult], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out, _, result = validated
+    doc = tmp_path / "docs" / "validation.md"
+    code = cli_main(["validation", "--report-only", "--out", str(out), "--doc", str(doc), "--quiet"])
+    assert code == (1 if result.hard_failures else 0)
+    assert doc.is_file()
+    printed = capsys.readouterr().out
+    assert f"{len(result.checks)} checks" in printed
+
+
+def test_cli_report_only_on_a_missing_directory_is_one_line_exit_2(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli_main(["validation", "--report-only", "--out", str(tmp_path / "nothing"),
+                     "--doc", str(tmp_path / "v.md")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "not a finished validation directory" in err
+    assert not (tmp_path / "v.md").exists()
+
+
+def test_cli_rejects_bad_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli_main(["validation", "--sessions", "0", "--out", str(tmp_path / "o"), "--doc", str(tmp_path / "v.md")])
+    assert code == 2
+    assert "--sessions" in capsys.readouterr().err
+
+
+def test_the_seed_article_is_repeated_per_profile_and_ablated(
+        validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, doc, _ = validated
+    bundle = rv.load_bundle(out)
+    rows = rv.seed_profile_rows(bundle)
+    assert {r[0] for r in rows} == {"frontier", "mid", "small", "stress-2023"}
+    assert set(bundle.sessions["seed-article-ablation"]["strategy"]) == {
+        f"{s}-{c}-{e}" for s in ("raw", "offload") for c in ("untyped", "typed") for e in ("plain", "3class")}
+    text = doc.read_text()
+    assert "The same comparison under every profile" in text and "2x2x2 ablation" in text
+    assert re.search(r"Frozen for this comparison \(section 12\): profile `frontier` sha256 `[0-9a-f]{12}`", text)
+    effects = text.split("Main effect of each part")[1]
+    for part in ("strategy: offload instead of raw", "contracts on", "three-class errors"):
+        assert f"| {part} |" in effects
+
+
+def test_refetch_evidence_reads_the_decision_traces(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, _, _ = validated
+    evidence = rv.refetch_evidence(out / "complexity-trap", rv.TRAP_MASK)
+    assert evidence["refetches"] > 0
+    assert 0.0 <= evidence["visible_share"] <= 1.0
+    assert 0.0 < evidence["visible_p"] < 1.0
+
+
+def test_calibration_gaps_set_every_published_level_beside_its_profile(
+        validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, doc, _ = validated
+    rows = rv.calibration_gaps(rv.load_bundle(out))
+    assert len(rows) == sum(1 for p in rv.PUBLISHED_POINTS if p.length is not None)
+    ruler_128k = next(r for r in rows if r[0] == "RULER: GPT-4-1106" and r[2].startswith("128K"))
+    assert ruler_128k[1] == "frontier" and ruler_128k[3] == "81.2%"
+    assert "| RULER: GPT-4-1106 | frontier |" in doc.read_text()
