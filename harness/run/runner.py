@@ -35,13 +35,13 @@ import scenarios
 import strategies
 from harness.core.crn import session_seed
 from harness.core.files import write_atomically
+from harness.core.rundir import CALLS_TABLE, CONFIG_FILE, MANIFEST_FILE, PARTS_DIR, SESSIONS_TABLE, Manifest
 from harness.core.switches import Switches
 from harness.run.config import RunConfig
 from harness.sim.kernel import replay
 from harness.sim.metrics import CallRecord, SessionRecord
 from harness.sim.profiles import Profile
 
-SESSIONS_TABLE, CALLS_TABLE, MANIFEST = "sessions.parquet", "calls.parquet", "manifest.json"
 #: The replay's own columns, then where the row sits in the run: its profile and its sweep point.
 SESSION_COLUMNS = [*SessionRecord.__dataclass_fields__, "model", "sweep_param", "sweep_value"]
 CALL_COLUMNS = list(CallRecord.__dataclass_fields__)
@@ -296,9 +296,9 @@ def _git_sha() -> str | None:
 
 
 def write_tables(out_dir: Path, config: RunConfig, *, started: str, shard: tuple[int, int] | None,
-                 extra: dict[str, Any] | None = None) -> pd.DataFrame:
+                 merged_from: list[str] | None = None) -> pd.DataFrame:
     """Turn the parts into ``sessions.parquet``, ``calls.parquet`` and ``manifest.json``."""
-    session_rows, call_rows = read_parts(out_dir / "parts")
+    session_rows, call_rows = read_parts(out_dir / PARTS_DIR)
     for row in session_rows:  # rows resumed from a version before these columns: not a sweep
         row.setdefault("model", config.profile().name)
         row.setdefault("sweep_param", "")
@@ -310,32 +310,33 @@ def write_tables(out_dir: Path, config: RunConfig, *, started: str, shard: tuple
         data = _parquet_bytes(table)
         write_atomically(out_dir / name, data)
         checksums[name] = hashlib.sha256(data).hexdigest()
-    manifest = {
-        "run_id": out_dir.name,
-        "ctxbench_version": harness.__version__,
-        "git_sha": _git_sha(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "root_seed": config.seed,
-        "config_hash": config.config_hash(),
-        "shard": None if shard is None else f"{shard[0]}/{shard[1]}",
-        "strategies": config.resolved()["strategies"],
-        "variants": [{"label": v.label, "name": v.entry.name} | v.tags() for v in config.variants()],
-        "scenarios": config.resolved()["scenarios"],
-        "model": config.profile().model_dump(mode="json"),
-        "started": started,
-        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        "rows": {SESSIONS_TABLE: sessions.num_rows, CALLS_TABLE: calls.num_rows},
-        "sha256": checksums,
-    } | (extra or {})
-    write_atomically(out_dir / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    manifest = Manifest(
+        run_id=out_dir.name,
+        ctxbench_version=harness.__version__,
+        git_sha=_git_sha(),
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        root_seed=config.seed,
+        config_hash=config.config_hash(),
+        shard=None if shard is None else f"{shard[0]}/{shard[1]}",
+        strategies=config.resolved()["strategies"],
+        variants=[{"label": v.label, "name": v.entry.name} | v.tags() for v in config.variants()],
+        scenarios=config.resolved()["scenarios"],
+        model=config.profile().model_dump(mode="json"),
+        started=started,
+        finished=datetime.now(UTC).isoformat(timespec="seconds"),
+        rows={SESSIONS_TABLE: sessions.num_rows, CALLS_TABLE: calls.num_rows},
+        sha256=checksums,
+        merged_from=merged_from,
+    )
+    manifest.write(out_dir)
     result: pd.DataFrame = sessions.to_pandas()
     return result
 
 
 def prepare_dir(out_dir: Path, config: RunConfig, *, resume: bool) -> None:
     """Create the run directory, or check that an existing one holds this config's results."""
-    stamp = out_dir / "config.toml"
+    stamp = out_dir / CONFIG_FILE
     config_hash = config.config_hash()
     if out_dir.exists() and stamp.exists():
         with stamp.open("rb") as f:
@@ -346,7 +347,7 @@ def prepare_dir(out_dir: Path, config: RunConfig, *, resume: bool) -> None:
         if not resume:
             raise RunError(f"{out_dir} already holds this run; drop --no-resume to resume it or use --out")
         return
-    (out_dir / "parts").mkdir(parents=True, exist_ok=True)
+    (out_dir / PARTS_DIR).mkdir(parents=True, exist_ok=True)
     resolved = {"config_hash": config_hash} | config.resolved()
     write_atomically(stamp, tomli_w.dumps(_toml_safe(resolved)).encode())
 
@@ -393,7 +394,7 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
     if config.executor == "dask" and config.scheduler is not None:
         _check_scheduler(config.scheduler)  # before anything is written
     prepare_dir(out_dir, config, resume=resume)
-    parts = out_dir / "parts"
+    parts = out_dir / PARTS_DIR
     batches = shard_of(plan(config), shard)
     todo = [b for b in batches if not (parts / f"{b.id}.jsonl").exists()]
     progress = Progress(sum(len(b.cells) for b in batches), enabled=not quiet)
@@ -418,15 +419,14 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
 
 def _finished(out_dir: Path, shard: tuple[int, int] | None) -> bool:
     """The tables were written from every part of this (shard of the) run: the manifest is written last."""
-    path = out_dir / MANIFEST
+    path = out_dir / MANIFEST_FILE
     if not (path.is_file() and (out_dir / SESSIONS_TABLE).is_file() and (out_dir / CALLS_TABLE).is_file()):
         return False
     try:
-        manifest = json.loads(path.read_text())
-    except ValueError:
+        manifest = Manifest.read(out_dir)
+    except (OSError, ValueError):
         return False
-    return bool(manifest.get("shard") == (None if shard is None else f"{shard[0]}/{shard[1]}")
-                and "merged_from" not in manifest)
+    return manifest.shard == (None if shard is None else f"{shard[0]}/{shard[1]}") and manifest.merged_from is None
 
 
 def merge(out_dir: Path, run_dirs: Sequence[Path]) -> RunSummary:
@@ -437,7 +437,7 @@ def merge(out_dir: Path, run_dirs: Sequence[Path]) -> RunSummary:
     hashes = set()
     stamp_text = None
     for d in run_dirs:
-        stamp = d / "config.toml"
+        stamp = d / CONFIG_FILE
         if not stamp.exists():
             raise RunError(f"{d}: not a run directory (no config.toml)")
         text = stamp.read_text()
@@ -445,25 +445,25 @@ def merge(out_dir: Path, run_dirs: Sequence[Path]) -> RunSummary:
         stamp_text = text
     if len(hashes) != 1:
         raise RunError("the run directories hold different configs; only shards of one config can be merged")
-    if (out_dir / "config.toml").exists() and (out_dir / "config.toml").read_text() != stamp_text:
+    if (out_dir / CONFIG_FILE).exists() and (out_dir / CONFIG_FILE).read_text() != stamp_text:
         raise RunError(f"{out_dir} holds a run of another config; use a new directory")
-    (out_dir / "parts").mkdir(parents=True, exist_ok=True)
+    (out_dir / PARTS_DIR).mkdir(parents=True, exist_ok=True)
     assert stamp_text is not None
-    write_atomically(out_dir / "config.toml", stamp_text.encode())
+    write_atomically(out_dir / CONFIG_FILE, stamp_text.encode())
     for d in run_dirs:
-        for part in sorted((d / "parts").glob("*.jsonl")):
-            target = out_dir / "parts" / part.name
+        for part in sorted((d / PARTS_DIR).glob("*.jsonl")):
+            target = out_dir / PARTS_DIR / part.name
             if not target.exists():
                 write_atomically(target, part.read_bytes())
     config = config_from_dir(out_dir)
     sessions = write_tables(out_dir, config, started=datetime.now(UTC).isoformat(timespec="seconds"), shard=None,
-                            extra={"merged_from": [d.name for d in run_dirs]})
+                            merged_from=[d.name for d in run_dirs])
     errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0
     return RunSummary(out_dir, sessions, errors, 0, 0, time.perf_counter() - started_wall)
 
 
 def config_from_dir(run_dir: Path) -> RunConfig:
     """The RunConfig a run directory was made with (from its resolved ``config.toml``)."""
-    data = tomllib.loads((run_dir / "config.toml").read_text())
+    data = tomllib.loads((run_dir / CONFIG_FILE).read_text())
     data.pop("config_hash", None)
     return RunConfig(**data)

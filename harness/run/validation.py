@@ -23,9 +23,10 @@ import scenarios
 import strategies
 from harness.core.crn import session_seed
 from harness.core.files import write_atomically
+from harness.core.rundir import Manifest
 from harness.core.switches import Switches
 from harness.run.config import RunConfig, load_config
-from harness.run.runner import MANIFEST, RunSummary, run
+from harness.run.runner import RunSummary, run
 from harness.sim import calibration
 from harness.sim.kernel import Replay
 from harness.sim.loops import Event, StuckDetector, Verdict
@@ -213,8 +214,7 @@ def stuck_cases() -> list[dict[str, Any]]:
 
 
 def _sha(run_dir: Path) -> dict[str, str]:
-    manifest = json.loads((run_dir / MANIFEST).read_text())
-    return dict(manifest["sha256"])
+    return dict(Manifest.read(run_dir).sha256)
 
 
 # The whole validation --------------------------------------------------------------------------------

@@ -18,12 +18,11 @@ import pytest
 import harness.run.runner
 import scenarios
 from harness.cli import main as cli_main
+from harness.core.rundir import CALLS_TABLE, SESSIONS_TABLE
+from harness.core.rundir import MANIFEST_FILE as MANIFEST
 from harness.run.config import RunConfig
 from harness.run.runner import (
-    CALLS_TABLE,
-    MANIFEST,
     SESSION_COLUMNS,
-    SESSIONS_TABLE,
     Batch,
     RunError,
     allocate,
