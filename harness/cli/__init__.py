@@ -119,38 +119,10 @@ def _load(args: argparse.Namespace) -> Any:
     }
     try:
         config = load_config(args.config, **overrides)
-        wanted = _names(getattr(args, "strategies", None))
-        chosen_scenarios = _names(getattr(args, "scenarios", None))
-        if wanted or chosen_scenarios:
-            data = config.model_dump(mode="python")
-            if wanted:
-                entries = [e.model_dump(exclude_none=True) | e.params for e in config.strategy_entries()]
-                known = {e.get("label") or e["name"] for e in entries} | {e["name"] for e in entries}
-                unknown = [w for w in wanted if w not in known]
-                if unknown:
-                    raise UsageError(f"--strategies: unknown {unknown[0]!r} (known: {', '.join(sorted(known))})")
-                data["strategies"] = [e for e in entries if (e.get("label") or e["name"]) in wanted
-                                      or e["name"] in wanted]
-                kept = {e.get("label") or e["name"] for e in data["strategies"]}
-                kept |= {e["name"] for e in data["strategies"]}
-                if data.get("sweep"):  # a grid over a strategy left out goes with it
-                    params = data["sweep"].get("params") or {}
-                    data["sweep"]["params"] = {k: v for k, v in params.items() if k.rpartition(".")[0] in kept}
-            if chosen_scenarios:
-                data["scenarios"] = [{"name": n} for n in chosen_scenarios]
-            config = load_config_from_data(args.config, data)
-        return config
+        return config.select(_names(getattr(args, "strategies", None)), _names(getattr(args, "scenarios", None)),
+                             source=args.config)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-
-
-def load_config_from_data(path: str | None, data: dict[str, Any]) -> Any:
-    from harness.run.config import ConfigError, RunConfig, _first_error
-
-    try:
-        return RunConfig(**data)
-    except ValidationError as e:
-        raise ConfigError(f"{path or 'default config'}: {_first_error(e)}") from None
 
 
 def _print_summary(sessions: Any, as_json: bool) -> None:
@@ -173,24 +145,14 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.config is None:
         args.config = str(DEFAULT_SWEEP)
     config = _load(args)
-    data = config.model_dump(mode="python", exclude_none=True)
-    sweep = dict(data.get("sweep") or {})
-    if args.models:
-        sweep["models"] = _names(args.models)
-    if args.param:
-        params = dict(sweep.get("params") or {})
-        for pair in args.param:
-            key, sep, raw = pair.partition("=")
-            if not sep or not key or not raw:
-                raise UsageError(f"--param: expected STRATEGY.PARAM=V1,V2,..., got {pair!r}")
-            params[key] = [_value(v) for v in raw.split(",")]
-        sweep["params"] = params
-    if not sweep.get("params") and not sweep.get("models"):
-        raise UsageError(f"sweep: {args.config} has no [sweep] table; give --param STRATEGY.PARAM=V1,V2 "
-                         "or --models a,b")
-    data["sweep"] = sweep
+    params: dict[str, Any] = {}
+    for pair in args.param or ():
+        key, sep, raw = pair.partition("=")
+        if not sep or not key or not raw:
+            raise UsageError(f"--param: expected STRATEGY.PARAM=V1,V2,..., got {pair!r}")
+        params[key] = [_value(v) for v in raw.split(",")]
     try:
-        config = load_config_from_data(args.config, data)
+        config = config.with_sweep(params, _names(args.models), source=args.config)
     except ConfigError as e:
         raise UsageError(str(e)) from None
     return _execute(config, args, default_stem="sweep")

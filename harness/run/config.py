@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -179,7 +180,7 @@ class RunConfig(BaseModel):
             try:
                 cls.Params(**entry.params)
             except ValidationError as e:
-                raise ValueError(f"scenarios[{i}] ({entry.name}): {_first_error(e)}") from None
+                raise ValueError(f"scenarios[{i}] ({entry.name}): {first_error(e)}") from None
         labels: set[str] = set()
         for i, strategy in enumerate(self.strategies):
             if strategy.name not in strategies.names():
@@ -188,7 +189,7 @@ class RunConfig(BaseModel):
             try:
                 strategies.create(strategy.name, **strategy.params)
             except ValidationError as e:
-                raise ValueError(f"strategies[{i}] ({strategy.name}): {_first_error(e)}") from None
+                raise ValueError(f"strategies[{i}] ({strategy.name}): {first_error(e)}") from None
             if strategy.key in labels:
                 raise ValueError(f"strategies[{i}].label: {strategy.key!r} is used twice (give each entry a label)")
             labels.add(strategy.key)
@@ -200,7 +201,6 @@ class RunConfig(BaseModel):
         return self
 
     def _check_sweep(self, sweep: SweepSpec) -> None:
-        entries = {e.key: e for e in self.strategy_entries()}
         if sweep.models:
             for i, e in enumerate(self.strategy_entries()):
                 if e.model is not None:
@@ -208,14 +208,7 @@ class RunConfig(BaseModel):
                                      "sweep.models (every entry runs under each of those)")
         for key, values in sweep.params.items():
             target, _, param = key.rpartition(".")
-            named = [e for e in entries.values() if e.name == target]
-            if target not in entries and len(named) > 1:
-                raise ValueError(f"sweep.params.{key}: {len(named)} entries are named {target!r}; use a label "
-                                 f"({', '.join(e.key for e in named)})")
-            entry = entries.get(target) or (named[0] if named else None)
-            if entry is None:
-                raise ValueError(f"sweep.params.{key}: no strategy {target!r} in this run "
-                                 f"(known: {', '.join(entries)})")
+            entry = self.swept_entry(target, where=f"sweep.params.{key}")
             fields = strategies.get(entry.name).Params.model_fields
             if param not in fields:
                 raise ValueError(f"sweep.params.{key}: {entry.name} has no param {param!r} "
@@ -224,7 +217,67 @@ class RunConfig(BaseModel):
                 try:
                     strategies.create(entry.name, **(entry.params | {param: value}))
                 except ValidationError as e:
-                    raise ValueError(f"sweep.params.{key}[{j}]: {_first_error(e)}") from None
+                    raise ValueError(f"sweep.params.{key}[{j}]: {first_error(e)}") from None
+
+    def entries_named(self, target: str) -> list[StrategyEntry]:
+        """The strategy entries ``target`` names. The label rule, the only place it is decided: an entry
+        whose label (or unlabelled name) is ``target`` wins; otherwise every entry of that strategy name."""
+        entries = self.strategy_entries()
+        by_key = [e for e in entries if e.key == target]
+        return by_key or [e for e in entries if e.name == target]
+
+    def swept_entry(self, target: str, *, where: str) -> StrategyEntry:
+        """The one entry a sweep key's ``target`` names; ValueError naming ``where`` when it names none or
+        several (a name shared by two entries: use a label)."""
+        named = self.entries_named(target)
+        if not named:
+            raise ValueError(f"{where}: no strategy {target!r} in this run "
+                             f"(known: {', '.join(e.key for e in self.strategy_entries())})")
+        if len(named) > 1:
+            raise ValueError(f"{where}: {len(named)} entries are named {target!r}; use a label "
+                             f"({', '.join(e.key for e in named)})")
+        return named[0]
+
+    def select(self, strategy_keys: Sequence[str] | None = None, scenario_names: Sequence[str] | None = None,
+               *, source: str | Path | None = None) -> RunConfig:
+        """This config restricted to some strategy entries (each given by label or name, as
+        `entries_named` resolves them) and/or replaced scenarios (each family with its defaults). A
+        sweep grid over a strategy left out goes with it. ConfigError names the unknown entry."""
+        if not strategy_keys and not scenario_names:
+            return self
+        data = self.model_dump(mode="python")
+        if strategy_keys:
+            chosen: list[StrategyEntry] = []
+            for wanted in strategy_keys:
+                named = self.entries_named(wanted)
+                if not named:
+                    known = sorted({e.key for e in self.strategy_entries()} | {e.name for e in self.strategy_entries()})
+                    raise ConfigError(f"--strategies: unknown {wanted!r} (known: {', '.join(known)})")
+                chosen += [e for e in named if e not in chosen]
+            kept = [e for e in self.strategy_entries() if e in chosen]
+            data["strategies"] = [e.model_dump(exclude_none=True) | e.params for e in kept]
+            if data.get("sweep"):
+                data["sweep"]["params"] = {k: v for k, v in data["sweep"]["params"].items()
+                                           if any(e in kept for e in self.entries_named(k.rpartition(".")[0]))}
+        if scenario_names:
+            data["scenarios"] = [{"name": n} for n in scenario_names]
+        return config_from_data(data, source)
+
+    def with_sweep(self, params: Mapping[str, list[SweepValue]] | None = None, models: Sequence[str] | None = None,
+                   *, source: str | Path | None = None) -> RunConfig:
+        """This config with its ``[sweep]`` table extended: ``params`` axes added (or replaced by key),
+        ``models`` replacing the profiles. ConfigError when the result sweeps nothing or is invalid."""
+        data = self.model_dump(mode="python", exclude_none=True)
+        sweep = dict(data.get("sweep") or {})
+        if models:
+            sweep["models"] = list(models)
+        if params:
+            sweep["params"] = dict(sweep.get("params") or {}) | dict(params)
+        if not sweep.get("params") and not sweep.get("models"):
+            raise ConfigError(f"sweep: {source or 'the config'} has no [sweep] table; give --param "
+                              "STRATEGY.PARAM=V1,V2 or --models a,b")
+        data["sweep"] = sweep
+        return config_from_data(data, source)
 
     def profile(self) -> Profile:
         return _resolve_profile(self.model, "model")
@@ -249,8 +302,7 @@ class RunConfig(BaseModel):
         axes: dict[str, list[tuple[str, list[SweepValue]]]] = {}
         for key, values in self.sweep.params.items():
             target, _, param = key.rpartition(".")
-            # A label wins over a name, as in `_check_sweep` (which refused an ambiguous name).
-            entry = next((e for e in entries if e.key == target), None) or next(e for e in entries if e.name == target)
+            entry = self.swept_entry(target, where=f"sweep.params.{key}")
             axes.setdefault(entry.key, []).append((param, values))
         out: list[Variant] = []
         for model in models:
@@ -313,7 +365,7 @@ def _resolve_profile(model: str | dict[str, Any], field: str) -> Profile:
     except KeyError as e:
         raise ValueError(f"{field}.base: {e.args[0]}") from None
     except ValidationError as e:
-        raise ValueError(f"{field}: {_first_error(e)}") from None
+        raise ValueError(f"{field}: {first_error(e)}") from None
 
 
 def _variant(entry: StrategyEntry, model: str | dict[str, Any]) -> Variant:
@@ -352,7 +404,8 @@ def _default_params(name: str) -> dict[str, Any]:
     return dict(DEFAULT_PIPELINE) if name == "pipeline" else {}
 
 
-def _first_error(e: ValidationError) -> str:
+def first_error(e: ValidationError) -> str:
+    """The first problem of a pydantic error as one line: ``<field path>: <message> (allowed: ...)``."""
     first = e.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
@@ -374,7 +427,12 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> RunConfig:
     for key, value in overrides.items():
         if value is not None:
             data[key] = value
+    return config_from_data(data, source)
+
+
+def config_from_data(data: Mapping[str, Any], source: str | Path | None = None) -> RunConfig:
+    """A RunConfig from a config's tables; ConfigError naming ``source`` and the field otherwise."""
     try:
         return RunConfig(**data)
     except ValidationError as e:
-        raise ConfigError(f"{source}: {_first_error(e)}") from None
+        raise ConfigError(f"{source or 'default config'}: {first_error(e)}") from None
