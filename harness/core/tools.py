@@ -1,11 +1,11 @@
-"""The tool catalogue: typed argument contracts, the schemas a model sees, tool outcomes, and the
-three error classes the runtime reports (mock-model.md 3.2).
+"""The tool catalogue: typed argument contracts, the schemas a model sees, and the error classes
+the runtime reports (mock-model.md 3.2).
 
 Each tool has a pydantic model for its arguments (its contract). With contracts on, the runtime
 validates a call against it *before* running the tool and answers a failure with a structured
 `ContractError` naming the field; with contracts off the raw call reaches the tool. Failures of a
-valid call are `EngineeringError`s (do not retry blindly: take the fallback), and breaker stops are
-`FatalError`s (the session ends).
+valid call are `EngineeringError`s (do not retry blindly: take the fallback). The third class,
+fatal, is not a tool result: the breaker ends the session (outcome ``blocked`` or ``budget_exceeded``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ Minutes = Annotated[StrictInt, Field(ge=1, le=10_080)]
 Limit = Annotated[StrictInt, Field(ge=1, le=10_000)]
 
 
+#: Lognormal sigma of tool latency around each tool's median (mock-model.md 6.1: 0.5, J). No source
+#: gives a spread for ops tools; 0.5 puts p95 at 2.3x the median, a tail that timeouts and the
+#: scripted faults (not this draw) are meant to dominate.
+TOOL_LATENCY_SIGMA = 0.5
+
+
 class ToolArgs(BaseModel):
     """Base of every contract: unknown arguments are errors, and types are strict (``"fifty"`` is
     not an integer, ``50`` is not a string)."""
@@ -45,7 +51,7 @@ class ToolArgs(BaseModel):
     description: ClassVar[str] = ""
     #: Dangerous calls are blocked by the breaker (a fatal error) when it is on.
     dangerous: ClassVar[bool] = False
-    #: Median simulated tool time in seconds (mock-model.md 6.1; lognormal with sigma 0.5).
+    #: Median simulated tool time in seconds (mock-model.md 6.1; lognormal with `TOOL_LATENCY_SIGMA`).
     median_latency_s: ClassVar[float] = 1.0
 
 
@@ -273,54 +279,8 @@ class EngineeringError:
     error_class: ClassVar[ErrorClass] = ErrorClass.ENGINEERING
 
 
-@dataclass(frozen=True, slots=True)
-class FatalError:
-    """The breaker stopped the session: a dangerous action was blocked or the budget is spent."""
-
-    code: Literal["dangerous_action_blocked", "token_budget_exceeded"]
-    message: str
-    error_class: ClassVar[ErrorClass] = ErrorClass.FATAL
-
-
-ToolError = ContractError | EngineeringError | FatalError
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """What a tool call came to. ``data`` is the output text on success; on failure ``error`` says
-    which of the three classes it was. ``recoverable`` is False only for fatal errors."""
-
-    success: bool
-    data: str | None = None
-    error: ToolError | None = None
-
-    @property
-    def error_code(self) -> str | None:
-        if self.error is None:
-            return None
-        if isinstance(self.error, ContractError):
-            return "CONTRACT_VIOLATION"
-        return self.error.code
-
-    @property
-    def error_message(self) -> str | None:
-        if self.error is None:
-            return None
-        if isinstance(self.error, ContractError):
-            return f"{self.error.field}: {self.error.problem}"
-        return self.error.message
-
-    @property
-    def recoverable(self) -> bool:
-        return not isinstance(self.error, FatalError)
-
-    @classmethod
-    def ok(cls, data: str) -> ToolResult:
-        return cls(success=True, data=data)
-
-    @classmethod
-    def failed(cls, error: ToolError) -> ToolResult:
-        return cls(success=False, error=error)
+#: The error of a tool call that the agent can act on (fatal stops end the session instead).
+ToolError = ContractError | EngineeringError
 
 
 def render_error(error: ToolError, *, structured: bool) -> str:
@@ -331,14 +291,12 @@ def render_error(error: ToolError, *, structured: bool) -> str:
         body: dict[str, Any] = {"class": str(error.error_class)}
         if isinstance(error, ContractError):
             body |= {"field": error.field, "problem": error.problem, "schema_hint": error.schema_hint}
-        elif isinstance(error, EngineeringError):
+        else:
             body |= {"code": error.code, "message": error.message, "retryable": error.retryable}
             if error.fallback is not None:
                 body["fallback"] = error.fallback
             if error.bad_arg is not None:
                 body["bad_arg"] = error.bad_arg
-        else:
-            body |= {"code": error.code, "message": error.message}
         return json.dumps({"error": body}, sort_keys=True)
     if isinstance(error, ContractError):
         return f"Error: {error.problem} ({error.field})"

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
+
+from harness.sim.clock import SimClock
 
 Outcome = Literal[
     "success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
@@ -98,7 +100,8 @@ class SessionRecord:
 
 @dataclass(slots=True)
 class Tally:
-    """Running counters of one session (all agents), turned into a SessionRecord at the end."""
+    """Running counters of one session (all agents), turned into a SessionRecord at the end by
+    `session_record`: a counter named like a SessionRecord column is that column."""
 
     turns: int = 0
     model_calls: int = 0
@@ -115,13 +118,43 @@ class Tally:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
-    agent_context_tokens_sum: int = 0
-    agent_calls: int = 0
     context_tokens_peak: int = 0
     overflow_events: int = 0
-    throttle_retries: int = 0
-    tool_s: float = 0.0
-    backoff_s: float = 0.0
     cost_usd: float = 0.0
     summary_cost_usd: float = 0.0
+    #: Sum and count of the agent calls' prompt tokens (their mean is ``context_tokens_mean``).
+    agent_context_tokens_sum: int = 0
+    agent_calls: int = 0
+    #: Keys the model needed but could not see although a producer had shown them (``facts_lost``).
     lost_keys: set[str] = field(default_factory=set)
+
+
+#: The SessionRecord columns that are plain tally counters, copied by name.
+_COUNTED = tuple(f.name for f in fields(SessionRecord) if f.name in Tally.__dataclass_fields__)
+
+
+def session_record(tally: Tally, clock: SimClock, *, outcome: Outcome, loop_rule: str, throttle_retries: int,
+                   scenario: str, session_index: int, seed: int, strategy: str, contracts: bool, errors: str,
+                   breaker: bool, family: str, agents: int, error: str = "") -> SessionRecord:
+    """The row of a finished session: its identity and switches, the outcome, every tally counter
+    under its own name, and the figures derived from the tally and the clock."""
+    counted = {name: getattr(tally, name) for name in _COUNTED}
+    return SessionRecord(
+        scenario=scenario, session_index=session_index, seed=seed, strategy=strategy, outcome=outcome,
+        contracts=contracts, errors=errors, breaker=breaker, family=family, agents=agents,
+        loop_detected=outcome == "stuck", loop_rule=loop_rule, facts_lost=len(tally.lost_keys),
+        context_tokens_mean=round(tally.agent_context_tokens_sum / tally.agent_calls, 3) if tally.agent_calls else 0.0,
+        throttle_retries=throttle_retries, latency_s=round(clock.now, 6), tool_s=round(clock.spent["tool"], 6),
+        backoff_s=round(clock.spent["backoff"], 6), error=error, **counted,
+    )
+
+
+class SessionEnded(BaseException):
+    """Ends a session replay with an outcome. A BaseException on purpose: it may be raised inside a
+    strategy hook (a summary call that spends the token budget or is throttled out), and the
+    strategies' best-effort handlers, which catch Exception, must not swallow it."""
+
+    def __init__(self, outcome: Outcome, rule: str = "") -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
+        self.rule = rule

@@ -211,6 +211,18 @@ class MockModel:
                 return value
             n += 1
 
+    def _recall(self, ctx: Context, key: str, L: int, step_id: str, attempt: int) -> tuple[bool, dict[str, float]]:
+        """The recall draw of a visible key (mock-model.md 2.1): ``p_recall(L, x)`` at the middle ``x``
+        of the newest message holding it, against ``u("recall", step, attempt, key)``. Returns whether
+        it was recalled and the trace fields x, p, u."""
+        holder = self._newest_holder(ctx, key)
+        assert holder is not None
+        before, m = holder
+        x = (before + m.tokens / 2) / L
+        p = self.profile.p_recall(L, x)
+        draw = self.u("recall", step_id, attempt, key)
+        return draw < p, {"x": round(x, 4), "p": round(p, 4), "u": round(draw, 4)}
+
     def _resolve(self, ctx: Context, pointer: Pointer, key: str, depth: int, L: int,
                  trace: list[dict[str, Any]]) -> _Resolution:
         s, a = pointer.step_id, pointer.attempt
@@ -218,14 +230,9 @@ class MockModel:
         visible = ctx.messages.fact_counts.get(key, 0) > 0
         entry["visible"] = visible
         if visible and s not in self._skip_recall:
-            holder = self._newest_holder(ctx, key)
-            assert holder is not None
-            before, m = holder
-            x = (before + m.tokens / 2) / L
-            p = self.profile.p_recall(L, x)
-            draw = self.u("recall", s, a, key)
-            entry |= {"x": round(x, 4), "p": round(p, 4), "u": round(draw, 4)}
-            if draw < p:
+            recalled, drawn = self._recall(ctx, key, L, s, a)
+            entry |= drawn
+            if recalled:
                 entry["branch"] = "recall"
                 trace.append(entry)
                 return _Resolution(value=self.truth[key], branch="recall")
@@ -398,14 +405,9 @@ class MockModel:
             entry: dict[str, Any] = {"key": key}
             value: str | None = None
             if ctx.messages.fact_counts.get(key, 0) > 0:
-                holder = self._newest_holder(ctx, key)
-                assert holder is not None
-                before, m = holder
-                x = (before + m.tokens / 2) / L
-                p = self.profile.p_recall(L, x)
-                draw = self.u("recall", "handoff", 0, key)
-                entry |= {"visible": True, "x": round(x, 4), "p": round(p, 4), "u": round(draw, 4)}
-                if draw < p:
+                recalled, drawn = self._recall(ctx, key, L, "handoff", 0)
+                entry |= {"visible": True} | drawn
+                if recalled:
                     value = self.truth[key]
             entry["branch"] = "recall" if value is not None else "wrong"
             values[key] = value if value is not None else self._wrong_value(ctx, "handoff", key)

@@ -14,8 +14,6 @@ from harness.core.tools import (
     ContractError,
     EngineeringError,
     ErrorClass,
-    FatalError,
-    ToolResult,
     arg_types,
     render_error,
     required_args,
@@ -179,13 +177,14 @@ CONTRACT = ContractError("tail", "Input should be a valid integer", "tail: integ
 NOT_FOUND = EngineeringError("NOT_FOUND", "pod api-7f9c-zzzz not found", retryable=False, bad_arg="pod")
 HTTP_404 = EngineeringError("HTTP_404", "logs backend returned 404", fallback="log_search")
 TIMEOUT = EngineeringError("TIMEOUT", "logs backend timed out after 30s", retryable=True)
-FATAL = FatalError("dangerous_action_blocked", "kubectl_delete_namespace is blocked by the breaker")
+#: A fatal error as another runtime renders it (ours ends the session instead of answering one).
+FATAL_TEXT = json.dumps({"error": {"class": "fatal", "code": "dangerous_action_blocked",
+                                   "message": "kubectl_delete_namespace is blocked by the breaker"}})
 
 
 def test_error_classes() -> None:
     assert CONTRACT.error_class is ErrorClass.CONTRACT
     assert NOT_FOUND.error_class is ErrorClass.ENGINEERING
-    assert FATAL.error_class is ErrorClass.FATAL
 
 
 def test_structured_contract_error_parses_back() -> None:
@@ -223,14 +222,14 @@ def test_structured_engineering_error_parses_back(error: EngineeringError, retry
 
 
 def test_structured_fatal_error_parses_back() -> None:
-    info = parse_error(render_error(FATAL, structured=True))
+    info = parse_error(FATAL_TEXT)
     assert info.structured
     assert (info.error_class, info.code) == ("fatal", "dangerous_action_blocked")
     assert info.retryable is None
 
 
-@pytest.mark.parametrize("error", [CONTRACT, NOT_FOUND, HTTP_404, TIMEOUT, FATAL],
-                         ids=["contract", "not-found", "http-404", "timeout", "fatal"])
+@pytest.mark.parametrize("error", [CONTRACT, NOT_FOUND, HTTP_404, TIMEOUT],
+                         ids=["contract", "not-found", "http-404", "timeout"])
 def test_plain_errors_are_text_that_parse_as_unstructured(error: Any) -> None:
     text = render_error(error, structured=False)
     assert text.startswith("Error: ")
@@ -245,7 +244,7 @@ def test_plain_errors_are_text_that_parse_as_unstructured(error: Any) -> None:
 def test_plain_error_text_says_what_went_wrong() -> None:
     assert render_error(CONTRACT, structured=False) == "Error: Input should be a valid integer (tail)"
     assert render_error(NOT_FOUND, structured=False) == "Error: pod api-7f9c-zzzz not found"
-    assert render_error(FATAL, structured=False) == f"Error: {FATAL.message}"
+    assert render_error(HTTP_404, structured=False) == f"Error: {HTTP_404.message}"
 
 
 def test_structured_rendering_is_deterministic() -> None:
@@ -257,34 +256,6 @@ def test_parse_error_treats_other_json_as_plain() -> None:
     assert not parse_error('{"message": "not an error object"}').structured
     assert not parse_error('{"error": "just a string"}').structured
     assert not parse_error("{not json").structured
-
-
-# ToolResult ------------------------------------------------------------------------------------
-
-
-def test_tool_result_ok() -> None:
-    result = ToolResult.ok("NAME  READY")
-    assert result.success and result.data == "NAME  READY"
-    assert result.error is None and result.error_code is None and result.error_message is None
-    assert result.recoverable
-
-
-@pytest.mark.parametrize(
-    ("error", "code", "message", "recoverable"),
-    [
-        pytest.param(CONTRACT, "CONTRACT_VIOLATION", "tail: Input should be a valid integer", True, id="contract"),
-        pytest.param(NOT_FOUND, "NOT_FOUND", "pod api-7f9c-zzzz not found", True, id="engineering"),
-        pytest.param(TIMEOUT, "TIMEOUT", "logs backend timed out after 30s", True, id="timeout"),
-        pytest.param(FATAL, "dangerous_action_blocked", FATAL.message, False, id="fatal"),
-    ],
-)
-def test_tool_result_failed(error: Any, code: str, message: str, recoverable: bool) -> None:
-    result = ToolResult.failed(error)
-    assert not result.success and result.data is None
-    assert result.error is error
-    assert result.error_code == code
-    assert result.error_message == message
-    assert result.recoverable is recoverable
 
 
 # Dangerous tools -------------------------------------------------------------------------------
