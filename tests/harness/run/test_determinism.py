@@ -19,7 +19,8 @@ import scenarios
 import strategies
 from harness.core import crn
 from harness.run.config import RunConfig
-from harness.run.runner import make_task, plan, run_batch
+from harness.run.executors import run_batch
+from harness.run.plan import make_task, plan
 from harness.sim.kernel import SessionResult, replay
 from harness.sim.loops import Event
 from harness.sim.metrics import CallRecord

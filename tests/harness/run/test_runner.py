@@ -15,24 +15,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-import harness.run.runner
+import harness.run.executors
 import scenarios
 from harness.cli import main as cli_main
 from harness.core.rundir import CALLS_TABLE, SESSIONS_TABLE
 from harness.core.rundir import MANIFEST_FILE as MANIFEST
 from harness.run.config import RunConfig
-from harness.run.runner import (
-    SESSION_COLUMNS,
-    Batch,
-    RunError,
-    allocate,
-    config_from_dir,
-    merge,
-    plan,
-    read_parts,
-    run,
-    shard_of,
-)
+from harness.run.plan import Batch, allocate, plan, shard_of
+from harness.run.runner import run
+from harness.run.store import SESSION_COLUMNS, RunError, config_from_dir, merge, read_parts
 from harness.sim.metrics import CallRecord, SessionRecord
 
 KEY = ["scenario", "session_index", "strategy"]
@@ -110,15 +101,15 @@ def test_allocate_sums_to_sessions_and_stays_within_one_of_the_exact_share(sessi
 
 
 @pytest.mark.parametrize(("sessions", "batch_size"), [(10, 3), (10, 1), (10, 10), (10, 64), (97, 8)])
-def test_plan_batches_cover_every_cell_exactly_once(sessions: int, batch_size: int) -> None:
+def test_plan_batches_cover_every_session_exactly_once(sessions: int, batch_size: int) -> None:
     config = tiny(sessions=sessions, batch_size=batch_size)
     batches = plan(config)
-    cells = [(c.scenario_index, c.session_index) for b in batches for c in b.cells]
+    planned = [(c.scenario_index, c.session_index) for b in batches for c in b.sessions]
     expected = [(s, i) for s, count in enumerate(allocate(config)) for i in range(count)]
-    assert sorted(cells) == sorted(expected)
-    assert len(cells) == len(set(cells)) == sessions
-    assert all(1 <= len(b.cells) <= batch_size for b in batches)
-    assert all(len({c.scenario_index for c in b.cells}) == 1 for b in batches)
+    assert sorted(planned) == sorted(expected)
+    assert len(planned) == len(set(planned)) == sessions
+    assert all(1 <= len(b.sessions) <= batch_size for b in batches)
+    assert all(len({c.scenario_index for c in b.sessions}) == 1 for b in batches)
     ids = [b.id for b in batches]
     assert len(set(ids)) == len(ids)
     assert ids == sorted(ids)
@@ -348,14 +339,14 @@ def test_same_scenario_twice_is_refused_or_keeps_the_row_key_unique(tmp_path: Pa
 
 
 def raise_for(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = harness.run.runner.replay
+    real = harness.run.executors.replay
 
     def replay(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("strategy_label") == label:
             raise RuntimeError(f"boom in {label}")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(harness.run.runner, "replay", replay)
+    monkeypatch.setattr(harness.run.executors, "replay", replay)
 
 
 def test_replay_that_raises_becomes_an_error_row_and_the_run_goes_on(tmp_path: Path, reference: Path,

@@ -1,0 +1,130 @@
+"""Executors: where the batches of a run are replayed (DESIGN.md, "Scale"). ``serial`` in this
+process, ``process`` on a local process pool, ``dask`` on a Dask distributed cluster. Each yields one
+`BatchResult` per batch in completion order; the store puts them back in plan order.
+
+A worker builds and tokenizes each session's script once and replays it under every variant,
+returning plain rows; it never writes to the run directory.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any
+
+import scenarios
+import strategies
+from harness.core.crn import session_seed
+from harness.core.switches import Switches
+from harness.run.plan import BatchTask, VariantSpec
+from harness.run.store import SESSION_COLUMNS, RunError
+from harness.sim.kernel import replay
+from harness.sim.profiles import Profile
+
+__all__ = ["EXECUTORS", "BatchResult", "check_scheduler", "run_batch"]
+
+#: (batch id, session rows, call rows) of one replayed batch.
+BatchResult = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
+#: Batches in flight per worker on the process pool. Two keeps every worker busy while the parent
+#: writes a finished batch (one running, one queued); more would only add work that an interrupt
+#: loses (J).
+IN_FLIGHT_PER_WORKER = 2
+
+
+def run_batch(task: BatchTask) -> BatchResult:
+    """Replay every session of a batch under every variant: (batch id, session rows, call rows)."""
+    profiles = [Profile(**p) for p in task.profiles]
+    session_rows: list[dict[str, Any]] = []
+    call_rows: list[dict[str, Any]] = []
+    for planned in task.batch.sessions:
+        scenario, params = task.scenarios[planned.scenario_index]
+        seed = session_seed(task.root_seed, scenario, planned.session_index)
+        try:
+            script = scenarios.generate(scenario, seed, **params)
+        except Exception as e:  # a generator bug: record it against every variant and go on
+            for spec in task.variants:
+                session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e))
+            continue
+        for spec in task.variants:
+            try:
+                result = replay(script, strategies.create(spec.name, **spec.params), profiles[spec.profile],
+                                switches=Switches(**spec.switches), scenario=scenario,
+                                session_index=planned.session_index, strategy_label=spec.label)
+            except Exception as e:  # the run goes on; the row says what failed (exit code 1)
+                session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e))
+                continue
+            session_rows.append(result.record.as_row() | spec.tags)
+            call_rows.extend(c.as_row() for c in result.calls)
+    return task.batch.id, session_rows, call_rows
+
+
+def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseException) -> dict[str, Any]:
+    switches = spec.switches
+    row: dict[str, Any] = {c: 0 for c in SESSION_COLUMNS}
+    row |= {"scenario": scenario, "session_index": index, "seed": seed, "strategy": spec.label, "outcome": "error",
+            "contracts": bool(switches["contracts"]), "errors": switches["errors"],
+            "breaker": bool(switches["breaker"]), "family": scenario, "loop_detected": False, "loop_rule": "",
+            "context_tokens_mean": 0.0, "latency_s": 0.0, "tool_s": 0.0, "backoff_s": 0.0, "cost_usd": 0.0,
+            "summary_cost_usd": 0.0,
+            "error": "".join(traceback.format_exception_only(type(e), e)).strip()} | spec.tags
+    return row
+
+
+def _serial(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
+    for task in tasks:
+        yield run_batch(task)
+
+
+def _process(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
+    workers = jobs or os.cpu_count() or 1
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending: set[Future[BatchResult]] = set()
+        queue = list(tasks)
+        while queue or pending:
+            while queue and len(pending) < IN_FLIGHT_PER_WORKER * workers:
+                pending.add(pool.submit(run_batch, queue.pop(0)))
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+
+def _dask(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise RunError("executor dask needs the optional extra: pip install 'ctxbench[dask]'") from None
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(scheduler)
+    try:
+        futures = client.map(run_batch, list(tasks), pure=False)
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def check_scheduler(address: str) -> None:
+    """Connect to a Dask scheduler once, before anything is written; RunError when it cannot."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise RunError("executor dask needs the optional extra: pip install 'ctxbench[dask]'") from None
+    try:
+        Client(address, timeout="10s").close()
+    except (OSError, ValueError, TimeoutError) as e:
+        raise RunError(f"--scheduler: cannot connect to {address}: {e}") from None
+
+
+#: An executor: (tasks, jobs, scheduler address) -> results as batches finish.
+EXECUTORS: dict[str, Callable[[Sequence[BatchTask], int, str | None], Iterator[BatchResult]]] = {
+    "serial": _serial, "process": _process, "dask": _dask,
+}
