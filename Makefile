@@ -19,8 +19,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 setup: $(STAMP)
 
+# ruff, then the layer contract of DESIGN.md ("Which way imports go") with import-linter.
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy
@@ -36,4 +38,4 @@ benchmarks: setup
 	$(BIN)/python -m pytest tests/benchmarks --benchmark-enable --benchmark-only
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache .benchmarks
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache .benchmarks .import_linter_cache

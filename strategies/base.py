@@ -13,8 +13,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from harness.core.context import Context
-from harness.core.messages import Message, nonsummary
+from harness.core import Context, Message, nonsummary
 from harness.core.registry import Registry
 
 ENTRY_POINT_GROUP = "ctxbench.strategies"
@@ -81,11 +80,6 @@ class ContextStrategy(ABC):
         """This strategy's defaults for the runtime switches (mock-model.md 3.2): contracts off,
         plain errors, breaker off. A run config may override each per strategy entry."""
         return {"contracts": False, "errors": "plain", "breaker": False, "token_budget": None}
-
-    def describe(self) -> str:
-        """One line for listings: the first line of the class docstring."""
-        doc = (type(self).__doc__ or "").strip()
-        return doc.splitlines()[0] if doc else ""
 
 
 def commit(ctx: Context, new: Sequence[Message]) -> None:

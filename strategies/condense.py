@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 from pydantic import Field, StrictInt, model_validator
 
-from harness.core.context import Context
-from harness.core.messages import Block, Message, Text, ToolResult, rebuild, tokens_of
+from harness.core import Block, Context, Message, Text, ToolResult, rebuild, tokens_of
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, commit, register
 from strategies.params import NonNegativeInt, PositiveInt
 from strategies.split import cut_points, partition_pinned

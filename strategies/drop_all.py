@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from harness.core.context import Context
-from harness.core.messages import Message
+from harness.core import Context, Message
 from strategies.base import CannotReduce, ContextStrategy, commit, register
 from strategies.split import is_pinned
 

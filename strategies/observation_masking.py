@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-from harness.core.context import Context
-from harness.core.messages import Block, Message, ToolResult, rebuild
+from harness.core import Block, Context, Message, ToolResult, rebuild
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, register
 from strategies.params import NonNegativeInt
 from strategies.split import is_pinned

@@ -8,9 +8,18 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
-from harness.core.context import Context
-from harness.core.messages import Block, Message, ToolResult, ToolUse, rebuild, tokens_of
-from harness.core.stubs import handle_for, is_stub, render_stub
+from harness.core import (
+    Block,
+    Context,
+    Message,
+    ToolResult,
+    ToolUse,
+    handle_for,
+    is_stub,
+    rebuild,
+    render_stub,
+    tokens_of,
+)
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, commit, register
 from strategies.split import is_pinned
 

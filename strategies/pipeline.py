@@ -6,8 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from harness.core.context import Context
-from harness.core.messages import Message
+from harness.core import Context, Message
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, create, get, register
 from strategies.observation_masking import ObservationMasking
 from strategies.params import NonNegativeInt, PinFirst, PositiveInt

@@ -7,8 +7,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field, StrictBool, StrictInt
 
-from harness.core.context import Context
-from harness.core.messages import Message, tokens_of
+from harness.core import Context, Message, tokens_of
 from strategies.base import CannotReduce, ContextStrategy, ProactiveParams, commit, register
 from strategies.params import NonNegativeInt, PinFirst
 from strategies.split import apply_pin_first, find_tool_pair_trim_point, find_valid_trim_point, is_pinned

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import MutableSequence, Sequence
 
-from harness.core.messages import Message, pin
+from harness.core import Message, pin
 from strategies.base import CannotReduce
 
 

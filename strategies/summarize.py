@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 from pydantic import Field, field_validator
 
-from harness.core.context import Context
-from harness.core.messages import Message, as_summary, tokens_of
+from harness.core import Context, Message, as_summary, tokens_of
 from strategies.base import CannotReduce, ContextStrategy, ProactiveParams, commit, register
 from strategies.params import NonNegativeInt, PinFirst, PositiveInt
 from strategies.split import (

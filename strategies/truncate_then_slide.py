@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from harness.core.messages import Block, Message, ToolResult, rebuild
+from harness.core import Block, Message, ToolResult, rebuild
 from strategies.base import register
 from strategies.sliding_window import SlidingWindow
 from strategies.split import is_pinned

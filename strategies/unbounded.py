@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.core.context import Context
+from harness.core import Context
 from strategies.base import CannotReduce, ContextStrategy, register
 
 

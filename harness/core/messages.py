@@ -44,6 +44,7 @@ class ToolResult:
     content: str
 
 
+#: A content block of a message.
 Block: TypeAlias = Text | ToolUse | ToolResult
 
 
@@ -65,6 +66,8 @@ class ErrorInfo:
 
 
 def parse_error(content: str) -> ErrorInfo:
+    """What an error tool result says: the fields of a structured error (a JSON object under
+    ``error``), or an unstructured ErrorInfo holding the plain text."""
     stripped = content.lstrip()
     if stripped.startswith("{"):
         try:
@@ -327,10 +330,12 @@ def as_summary(reply: Message) -> Message:
 
 
 def tokens_of(messages: Iterable[Message]) -> int:
+    """Total tokens of ``messages`` (each message's own count, overhead included)."""
     return sum(m.tokens for m in messages)
 
 
 def nonsummary(messages: Iterable[Message]) -> int:
+    """How many of ``messages`` are not summaries (what a strategy's "removed" count counts)."""
     return sum(1 for m in messages if m.kind != "summary")
 
 

@@ -1,6 +1,6 @@
 """The text format of an offloaded tool output's stub (strategies.md 3.7), rendered and parsed.
 
-It lives in the leaf row of the harness so that `harness.core.messages` can compute a handle's
+It lives in the core of the harness so that `harness.core.messages` can compute a handle's
 ``covers`` and preview tokens from the stub text alone, and the offload strategy renders the same
 format it is parsed with.
 """
@@ -24,6 +24,7 @@ def handle_for(payload: str) -> str:
 
 
 def is_stub(content: str) -> bool:
+    """Whether ``content`` is the stub of an offloaded tool output."""
     return STUB_RE.match(content) is not None
 
 
@@ -40,6 +41,8 @@ def preview(content: str, preview_chars: int) -> tuple[str, str]:
 
 
 def render_stub(content: str, keys: Iterable[str], preview_chars: int) -> str:
+    """The stub that stands for an offloaded ``content``: its handle and size, the fact ``keys`` it
+    holds, and a head and tail preview of about ``preview_chars`` characters."""
     handle = handle_for(content)
     key_list = ", ".join(sorted(keys))
     lines = [

@@ -222,14 +222,16 @@ def _sha(run_dir: Path) -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class ExperimentRun:
+    """One experiment of the validation as it ran: its name, wall seconds, and what it produced."""
+
     name: str
     seconds: float
     detail: str
 
 
 def run_validation(out_dir: Path, sizes: ValidationSizes = ValidationSizes(), *, examples: Path = EXAMPLES,
-                   quiet: bool = True, log: Callable[[str], None] | None = None) -> list[Step]:
+                   quiet: bool = True, log: Callable[[str], None] | None = None) -> list[ExperimentRun]:
     """Run every experiment into ``out_dir`` (resuming runs that are already there) and return what
     ran. Run directories: ``controls``, ``trap-spec``, ``complexity-trap``, ``seed-article``,
     ``seed-article-profiles``, ``seed-article-ablation``, ``sweep``,
@@ -239,12 +241,12 @@ def run_validation(out_dir: Path, sizes: ValidationSizes = ValidationSizes(), *,
     for name in ("complexity-trap", "seed-article", "seed-article-ablation", "sweep"):
         example_config(examples, name, None, sizes.jobs)  # fail before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)
-    steps: list[Step] = []
+    steps: list[ExperimentRun] = []
 
     def timed(name: str, work: Callable[[], str]) -> None:
         started = time.perf_counter()
         detail = work()
-        steps.append(Step(name, time.perf_counter() - started, detail))
+        steps.append(ExperimentRun(name, time.perf_counter() - started, detail))
         if log is not None:
             log(f"{name}: {detail} ({steps[-1].seconds:.0f} s)")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,16 +177,24 @@ def profile(base: str, /, **overrides: Any) -> Profile:
     return Profile(**({"name": base} | fields | overrides))
 
 
+def profile_from_table(table: Mapping[str, Any], *, default_name: str | None = None) -> Profile:
+    """A profile from a table of fields: either every field, or ``base = "<name>"`` plus the fields to
+    change. KeyError for an unknown base, pydantic's ValidationError for a bad field."""
+    fields = dict(table)
+    base = fields.pop("base", None)
+    if default_name is not None:
+        fields.setdefault("name", default_name)
+    if base is not None:
+        return profile(str(base), **fields)
+    return Profile(**fields)
+
+
 def load_profile(source: str | Path) -> Profile:
-    """A built-in profile by name, or a TOML file: either every field, or ``base = "<name>"`` plus
-    the fields to change."""
+    """A built-in profile by name, or a TOML file holding a table as `profile_from_table` reads it
+    (named after the file unless it says otherwise)."""
     if isinstance(source, str) and source in _BUILTIN:
         return profile(source)
     path = Path(source)
     with path.open("rb") as f:
         data = tomllib.load(f)
-    base = data.pop("base", None)
-    data.setdefault("name", path.stem)
-    if base is not None:
-        return profile(str(base), **data)
-    return Profile(**data)
+    return profile_from_table(data, default_name=path.stem)
