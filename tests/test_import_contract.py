@@ -18,6 +18,8 @@ PACKAGES = ("harness", "strategies", "scenarios", "reports")
 #: The units of the diagram: harness by layer, the other packages whole.
 UNITS = ("harness.core", "harness.sim", "harness.run", "harness.cli", "strategies", "scenarios", "reports")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+#: The contracts' names in pyproject.toml.
+LAYERS, REPORTS = "Layers of DESIGN.md", "Reports read run directories only"
 
 
 def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
@@ -44,10 +46,10 @@ def copy_of_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("module", "wrong_import", "contract"),
     [
-        pytest.param("harness/core/crn.py", "import harness.run.runner", "Layers of DESIGN.md", id="core-imports-run"),
-        pytest.param("strategies/unbounded.py", "import scenarios.base", "Layers of DESIGN.md", id="strategies-import-scenarios"),
-        pytest.param("harness/sim/model.py", "import harness.cli", "Layers of DESIGN.md", id="sim-imports-cli"),
-        pytest.param("reports/stats.py", "import harness.sim.metrics", "Reports read run directories only", id="reports-import-sim"),
+        pytest.param("harness/core/crn.py", "import harness.run.runner", LAYERS, id="core-imports-run"),
+        pytest.param("strategies/unbounded.py", "import scenarios.base", LAYERS, id="strategies-import-scenarios"),
+        pytest.param("harness/sim/model.py", "import harness.cli", LAYERS, id="sim-imports-cli"),
+        pytest.param("reports/stats.py", "import harness.sim.metrics", REPORTS, id="reports-import-sim"),
     ],
 )
 def test_a_wrong_import_breaks_the_contract(copy_of_project: Path, module: str, wrong_import: str,
