@@ -1,5 +1,14 @@
-"""ctxbench's runtime: messages, token accounting, the context a strategy sees, and (later) the
-agent loop, the mock model and the run machinery."""
+"""ctxbench's harness, in four layers that import only downward (DESIGN.md, "Which way imports go"):
+
+- `harness.core`: what every layer shares (messages, tokens, the context a strategy sees, tool
+  contracts, switches, registries, common random numbers, the run directory's contract);
+- `harness.sim`: one session (model profiles, the mock model, the replay kernel, loop detection,
+  records, calibration probes);
+- `harness.run`: many sessions (config, planning, executors, the store, validation experiments);
+- `harness.cli`: the ``ctxbench`` command, the only place that knows every package.
+
+`make lint` checks the direction with import-linter.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
 

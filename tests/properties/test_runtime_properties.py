@@ -1,7 +1,7 @@
 """Properties of whole replays (harness.sim.kernel): every SessionRecord agrees with its own CallRecords
 and with the rules of mock-model.md 3, 7 and 10, and a replay is a pure function of its inputs.
 
-Counting rules derived from ``harness.sim.kernel.Replay._turn`` (used by the bounds below):
+Counting rules derived from ``harness.sim.kernel.Replay._turn`` and ``harness.sim.tool_player`` (bounds below):
 
 - every turn is one billed call: an agent call, or a hand-over call (alert_chain), so
   ``turns == agent calls + hand-over calls`` and ``model_calls == turns + summary_calls``;
