@@ -1,0 +1,32 @@
+"""``ctxbench merge``: join shard run directories into one run directory (`harness.run.store.merge`)
+and print its summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.cli.errors import UsageError
+from harness.cli.flags import Subparsers
+from harness.cli.run import print_summary
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare ``ctxbench merge``."""
+    merge = subparsers.add_parser("merge", help="join shard run directories into one run directory")
+    merge.add_argument("out_dir")
+    merge.add_argument("runs", nargs="+")
+    merge.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Merge the shards; 1 when sessions of the merged run failed with outcome 'error'."""
+    from harness.run.store import merge
+
+    for d in args.runs:
+        if not Path(d).is_dir():
+            raise UsageError(f"merge: {d} is not a directory")
+    summary = merge(Path(args.out_dir), [Path(d) for d in args.runs])
+    print_summary(summary.sessions, False)
+    return 1 if summary.errors else 0

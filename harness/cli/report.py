@@ -1,0 +1,37 @@
+"""``ctxbench report``: write report.html and report.md (and plots) for a run directory
+(`reports.render.write_report`) and print the paths written.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.cli.errors import UsageError
+from harness.cli.flags import Subparsers
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare ``ctxbench report``."""
+    report = subparsers.add_parser("report", help="write report.html and report.md (and plots/*.png) for a run "
+                                                  "directory")
+    report.add_argument("run_dir")
+    report.add_argument("--format", default="html,md", help="comma-separated: html, md (default: html,md)")
+    report.add_argument("--baseline", default="unbounded",
+                        help="strategy the paired differences are against (default: unbounded; the run's first "
+                             "strategy when absent)")
+    report.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Write the report in the asked formats; one path per line on stdout."""
+    from reports.render import ReportInputError, check_formats, check_run_dir, write_report
+
+    try:
+        formats = check_formats(args.format.split(","))
+        run_dir = check_run_dir(args.run_dir)
+        written = write_report(run_dir, formats, baseline=args.baseline)
+    except ReportInputError as e:
+        raise UsageError(f"report: {e}") from None
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,74 @@
+"""``ctxbench run``: replay sessions under every strategy into a run directory (`harness.run.runner.run`),
+then print the summary and write the report. `execute` and `print_summary` are shared with `sweep`
+and `merge`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.cli.errors import UsageError
+from harness.cli.flags import Subparsers, add_run_flags, load_run_config, shard
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from harness.run.config import RunConfig
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare ``ctxbench run``."""
+    run = subparsers.add_parser("run", help="replay sessions under every strategy into a run directory")
+    run.add_argument("config", nargs="?", help="TOML config (default: the embedded examples/default.toml)")
+    add_run_flags(run)
+    run.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the config with the flags applied; the exit code."""
+    return execute(load_run_config(args), args, default_stem="default")
+
+
+def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -> int:
+    """Run ``config`` as the run flags in ``args`` say, print its summary and write its report; exit code 1
+    when sessions failed with outcome 'error'. The run directory defaults to runs/<config stem>."""
+    from harness.run.runner import run
+
+    shard_k_n = shard(args.shard)
+    stem = Path(args.config).stem if args.config else default_stem
+    default_name = stem if shard_k_n is None else f"{stem}-shard{shard_k_n[0]}of{shard_k_n[1]}"
+    out = Path(args.out) if args.out else Path("runs") / default_name
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} exists and is not a directory")
+    summary = run(config, out, resume=not args.no_resume, shard=shard_k_n, quiet=args.quiet)
+    if not args.quiet and not args.json:
+        total = len(summary.sessions)
+        print(f"ctxbench run: {out} ({total} session rows, {summary.batches_run} batches run, "
+              f"{summary.batches_skipped} resumed; {summary.wall_s:.1f} s, "
+              f"{total / summary.wall_s if summary.wall_s > 0 else 0:.1f} session rows/s)")
+    print_summary(summary.sessions, args.json)
+    if not args.no_report and not summary.sessions.empty:
+        from reports.render import write_report
+
+        written = write_report(out)
+        if not args.quiet:
+            print(f"ctxbench: report: {', '.join(str(p) for p in written)}", file=sys.stderr)
+    if summary.errors:
+        print(f"ctxbench: {summary.errors} sessions failed with outcome 'error' (see the error column)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def print_summary(sessions: pd.DataFrame, as_json: bool) -> None:
+    """The summary table of a run's sessions on stdout, or its records as JSON."""
+    from reports.summary import summary_records, summary_text
+
+    if sessions.empty:
+        print("[]" if as_json else "no sessions in this run (a shard without batches?)")
+        return
+    print(json.dumps(summary_records(sessions), indent=2) if as_json else summary_text(sessions))

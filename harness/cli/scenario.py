@@ -1,0 +1,69 @@
+"""``ctxbench scenario show``: print a generated session script (`scenarios.generate`) as JSON, or a
+short summary of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from harness.cli.errors import UsageError
+from harness.cli.flags import Subparsers, param_value
+from harness.cli.listing import print_listing
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare ``ctxbench scenario`` and its one subcommand, ``show``."""
+    scenario = subparsers.add_parser("scenario", help="inspect generated session scripts")
+    scenario_sub = scenario.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", required=True)
+    show = scenario_sub.add_parser("show", help="print a generated script as JSON")
+    show.add_argument("name")
+    show.add_argument("--seed", type=int, default=0)
+    show.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                      help="a generator parameter, e.g. --param turns=40 (repeatable)")
+    show.add_argument("--summary", action="store_true", help="print a short table instead of the JSON")
+    show.set_defaults(func=handle_show)
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    """Generate the script of scenario ``name`` at ``seed`` with the ``--param`` values and print it."""
+    from pydantic import ValidationError
+
+    import scenarios
+    from scenarios.base import script_summary
+
+    params = generator_params(args.param)
+    try:
+        script = scenarios.generate(args.name, args.seed, **params)
+    except KeyError as e:
+        raise UsageError(str(e.args[0])) from None
+    except ValidationError as e:
+        raise UsageError(f"scenario {args.name}: {_validation_line(e)}") from None
+    if args.summary:
+        print_listing([(k, str(v)) for k, v in script_summary(script).items()])
+    else:
+        print(script.model_dump_json(indent=2))
+    return 0
+
+
+def generator_params(pairs: Sequence[str]) -> dict[str, Any]:
+    """``--param KEY=VALUE`` pairs as generator keyword arguments; each value read by `param_value`."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param: expected KEY=VALUE, got {pair!r}")
+        params[key] = param_value(raw)
+    return params
+
+
+def _validation_line(e: ValidationError) -> str:
+    # Not harness.run.config.first_error: that one adds "(allowed: ...)" and drops "Value error, ",
+    # which would change this command's messages.
+    first = e.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "params"
+    return f"{field}: {first['msg']}"

@@ -1,0 +1,50 @@
+"""``ctxbench sweep``: a run whose config has a ``[sweep]`` table, from the file or from flags
+(`RunConfig.with_sweep`), run like ``ctxbench run`` into one run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from harness.cli.errors import UsageError
+from harness.cli.flags import Subparsers, add_run_flags, load_run_config, names, param_value
+from harness.cli.run import execute
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare ``ctxbench sweep``: the run flags plus the grid's ``--param`` and ``--models``."""
+    sweep = subparsers.add_parser("sweep", help="a grid over strategy params and model profiles in one run directory, "
+                                                "with a sweep page plotting every headline metric against each param")
+    sweep.add_argument("config", nargs="?",
+                       help="TOML config, with or without a [sweep] table (default: the embedded examples/sweep.toml)")
+    sweep.add_argument("--param", action="append", default=[], metavar="STRATEGY.PARAM=V1,V2,...",
+                       help="values of one strategy param, e.g. sliding_window.window_size=10,20,40,80 (repeatable; "
+                            "adds to or replaces the config's [sweep.params])")
+    sweep.add_argument("--models", help="comma-separated model profiles to cross the grid with (replaces the config's)")
+    add_run_flags(sweep)
+    sweep.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the config (the embedded sweep example when none) with its grid extended by the flags."""
+    from harness.run.config import DEFAULT_SWEEP
+
+    if args.config is None:
+        args.config = str(DEFAULT_SWEEP)
+    config = load_run_config(args)
+    params = sweep_params(args.param)
+    config = config.with_sweep(params, names(args.models), source=args.config)
+    return execute(config, args, default_stem="sweep")
+
+
+def sweep_params(pairs: Sequence[str]) -> dict[str, list[Any]]:
+    """``--param STRATEGY.PARAM=V1,V2,...`` pairs as the grid's axes; each value read by `param_value`."""
+    params: dict[str, list[Any]] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key or not raw:
+            raise UsageError(f"--param: expected STRATEGY.PARAM=V1,V2,..., got {pair!r}")
+        params[key] = [param_value(v) for v in raw.split(",")]
+    return params

@@ -1,0 +1,26 @@
+"""``ctxbench validate``: load and wire a config (`harness.run.config.load_config`) without running it,
+and print what it would run.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.cli.flags import Subparsers, load_run_config
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare ``ctxbench validate``."""
+    validate = subparsers.add_parser("validate", help="check a config (loading and wiring) without running it")
+    validate.add_argument("config")
+    validate.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """One ``<config>: ok (...)`` line with its sessions, strategies, sweep size and config hash."""
+    config = load_run_config(args)
+    variants = len(config.variants())
+    grid = f", {variants} variants in the sweep" if config.sweep is not None else ""
+    print(f"{args.config}: ok ({config.sessions} sessions, {len(config.strategy_entries())} strategies{grid}, "
+          f"config hash {config.config_hash()[:12]})")
+    return 0
