@@ -8,6 +8,7 @@ property that `harness.core.messages.FactScanner` checks.
 
 from __future__ import annotations
 
+import abc
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
@@ -61,9 +62,6 @@ class Step(_Model):
     shortcut: Call | None = None
     #: alert_chain: the agent that owns this step.
     agent: str | None = None
-
-    def literal_args(self) -> dict[str, str]:
-        return {k: v[len(LITERAL_PREFIX) :] for k, v in self.args.items() if v.startswith(LITERAL_PREFIX)}
 
     def fact_args(self) -> dict[str, str]:
         return {k: v for k, v in self.args.items() if not v.startswith(LITERAL_PREFIX)}
@@ -223,7 +221,7 @@ class ScenarioParams(_Model):
     payload_max_bytes: StrictInt = Field(400_000, ge=256, le=10_000_000)
 
 
-class ScenarioFamily:
+class ScenarioFamily(abc.ABC):
     """A generator of session scripts. Subclasses set ``Params`` and implement ``generate``."""
 
     name: ClassVar[str] = ""
@@ -232,13 +230,9 @@ class ScenarioFamily:
     def __init__(self, params: ScenarioParams) -> None:
         self.params = params
 
+    @abc.abstractmethod
     def generate(self, seed: int) -> SessionScript:
-        raise NotImplementedError
-
-    @classmethod
-    def describe(cls) -> str:
-        doc = (cls.__doc__ or "").strip()
-        return doc.splitlines()[0] if doc else ""
+        """The script for ``seed``: a function of the seed and the params alone."""
 
 
 _REGISTRY: Registry[type[ScenarioFamily]] = Registry("scenario", ENTRY_POINT_GROUP)

@@ -1,12 +1,15 @@
 """`ScriptBuilder`: what every family uses to assemble a valid `SessionScript` (unique fact values,
-decoys, steps with typed arg templates, lognormal payload sizes and tool latencies)."""
+decoys, steps with typed arg templates, lognormal payload sizes and tool latencies), and
+`ScriptDraft`, the base of each family's per-script object that drives it."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
-from harness.core.tools import CATALOGUE, arg_types, contract
+from harness.core.tools import CATALOGUE, TOOL_LATENCY_SIGMA, arg_types, contract
 from scenarios.base import (
     LITERAL_PREFIX,
     Call,
@@ -20,12 +23,11 @@ from scenarios.base import (
     check_script,
 )
 from scenarios.draws import BASE32, Draws, derive_seed
+from scenarios.text import Clock, fit
 
 #: Default session length mix (J): lognormal, median 60 tool calls, clipped to [20, 200] so that an
 #: ideal agent finishes within the 250-turn limit even with a few faults.
 TURNS_MEDIAN, TURNS_SIGMA, TURNS_MIN, TURNS_MAX = 60, 0.55, 20, 200
-#: Tool latency spread around each tool's median (mock-model.md 6.1: sigma 0.5).
-TOOL_LATENCY_SIGMA = 0.5
 
 
 def lit(value: object) -> str:
@@ -36,6 +38,17 @@ def lit(value: object) -> str:
 
 class InvalidScript(RuntimeError):
     """A generator produced a script that breaks the content rules (a generator bug)."""
+
+
+class CoreStep(NamedTuple):
+    """A step of a family's core chain, before `ScriptBuilder.interleave` adds it: the arguments of
+    `ScriptBuilder.step`, with ``extra`` its keyword arguments (fault, shortcut)."""
+
+    tool: str
+    args: Mapping[str, str]
+    payload: str
+    produces: Sequence[str]
+    extra: Mapping[str, Any] = MappingProxyType({})
 
 
 class ScriptBuilder:
@@ -63,7 +76,8 @@ class ScriptBuilder:
         return int(max(96, min(p.payload_max_bytes, size)))
 
     # Values ------------------------------------------------------------------------------------
-    def _fresh(self, make: Callable[[], str]) -> str:
+    def distinct(self, make: Callable[[], str]) -> str:
+        """A value from ``make`` unlike every value drawn so far (``make`` is called until one is)."""
         for _ in range(1000):
             value = make()
             if all(value not in v and v not in value for v in self._values):
@@ -73,7 +87,7 @@ class ScriptBuilder:
 
     def value(self, word: str) -> str:
         """A distinctive value ``word-xxxx`` (4 base32 chars) unlike every value drawn so far."""
-        return self._fresh(lambda: f"{word}-{self.draws.token(4, BASE32)}")
+        return self.distinct(lambda: f"{word}-{self.draws.token(4, BASE32)}")
 
     def fact(self, key: str, kind: str, word: str | None = None, *, value: str | None = None) -> str:
         if key in self.facts:
@@ -148,22 +162,27 @@ class ScriptBuilder:
 
     def interleave(
         self,
-        core: Sequence[tuple[str, Mapping[str, str], Any, Iterable[str], Any]],
-        slots: list[int],
+        core: Sequence[CoreStep | Callable[[], CoreStep]],
+        slots: Sequence[int],
         explore: Callable[[set[str]], None],
         available: set[str],
+        *,
+        agent: str | None = None,
     ) -> None:
         """Add the core steps in order; before core step i, run ``explore(available)`` once per slot
-        equal to i (``slots`` sorted). A core item is (tool, args, payload, produces, extra), where
-        payload and extra may be callables evaluated at that point; ``available`` grows with each
-        core step's facts so exploration can depend on what has been found."""
+        equal to i (``slots`` sorted; a slot equal to ``len(core)`` comes after the last core step).
+        A core item is a `CoreStep`, or a method that makes it when its turn comes (so its text is
+        drawn, and its clock runs, in session order). ``available`` grows with each core step's
+        facts so exploration can depend on what has been found. ``agent`` owns every core step."""
         pending = list(slots)
-        for i, (tool, args, payload, produces, extra) in enumerate(core):
+        for i, item in enumerate([*core, None]):
             while pending and pending[0] == i:
                 pending.pop(0)
                 explore(available)
-            self.step(tool, args, payload() if callable(payload) else payload, produces,
-                      **(extra() if callable(extra) else extra))
+            if item is None:
+                break
+            tool, args, payload, produces, extra = item() if callable(item) else item
+            self.step(tool, args, payload, produces, agent=agent, **extra)
             available |= set(produces)
 
     def build(
@@ -192,3 +211,33 @@ class ScriptBuilder:
         if problems:
             raise InvalidScript(f"{self.scenario} seed {self.seed}: " + "; ".join(problems[:5]))
         return script
+
+
+class ScriptDraft(abc.ABC):
+    """One script being generated. Each family subclasses it: the incident's facts are attributes
+    drawn in ``__init__``, each kind of step is a method, and `script` assembles the session."""
+
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
+        self.builder = ScriptBuilder(scenario, seed, params)
+        self.draws = self.builder.draws
+        self.clock = Clock(self.draws.child("clock"))
+        self.turns = self.builder.turns()
+        # Exploration choices (which kind, and where) come from a stream of their own. Making a
+        # child stream takes no draw from its parent, so making it here rather than later is safe.
+        self.explore_draws = self.draws.child("explore")
+        #: Exploration steps made so far; literal args carry it so that no two calls are the same.
+        self.explored = 0
+
+    @abc.abstractmethod
+    def script(self) -> SessionScript:
+        """The finished script (call once)."""
+
+    def exploration_slots(self, core_steps: int) -> list[int]:
+        """Where the exploration steps go, for `ScriptBuilder.interleave`: enough to fill the
+        session to ``turns``, each before a core step other than the first."""
+        n_explore = max(0, self.turns - core_steps)
+        return sorted(self.explore_draws.integer(1, core_steps - 1) for _ in range(n_explore))
+
+    def capped_step(self, tool: str, args: Mapping[str, str], payload: str) -> None:
+        """An exploration step whose payload is cut at a line end to ``payload_max_bytes``."""
+        self.builder.step(tool, args, fit(payload, self.builder.params.payload_max_bytes))

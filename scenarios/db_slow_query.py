@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import ClassVar
 
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
-from scenarios.builder import ScriptBuilder, lit
+from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, Draws
-from scenarios.text import Clock, fill_lines, fit, metric_series, psql_table
+from scenarios.text import Clock, fill_lines, metric_series, psql_table
 
 SERVICES = ("checkout", "orders", "billing", "inventory", "accounts", "shipping", "catalog", "ledger")
 #: Base words of the culprit table and of decoy tables (the values carry a 4-char suffix).
@@ -43,15 +43,28 @@ PANELS = (  # (metric name, query template, typical value)
     ("http_server_requests_total", 'sum(rate(http_server_requests_total{{service="{svc}"}}[5m]))', 350.0),
     ("http_server_requests_total", 'sum(rate(http_server_requests_total{{service="{svc}",code=~"5.."}}[5m]))', 0.8),
 )
+STAT_HEADERS = ("queryid", "calls", "total_exec_time", "mean_exec_time", "rows", "shared_blks_read", "query")
+
+# The SQL of the db_query steps.
+STAT_SQL = ("SELECT queryid, calls, total_exec_time, mean_exec_time, rows, shared_blks_read, "
+            f"left(query, {QUERY_TEXT_CHARS}) AS query FROM pg_stat_statements ORDER BY total_exec_time DESC")
+SEQ_SCAN_SQL = ("SELECT relname, seq_scan, seq_tup_read, idx_scan, n_live_tup FROM pg_stat_user_tables "
+                "ORDER BY seq_tup_read DESC")
+INDEX_USAGE_SQL = ("SELECT relname, indexrelname, idx_scan, idx_tup_read, pg_size_pretty(pg_relation_size("
+                   "indexrelid)) AS size FROM pg_stat_user_indexes ORDER BY idx_scan DESC")
+ACTIVITY_SQL = ("SELECT pid, usename, state, wait_event, now() - query_start AS runtime, "
+                "left(query, 50) AS query FROM pg_stat_activity WHERE datname = 'app'")
+LOCKS_SQL = ("SELECT l.locktype, l.relation::regclass, l.mode, l.granted, a.pid, a.wait_event_type "
+             "FROM pg_locks l JOIN pg_stat_activity a USING (pid)")
+TABLE_SIZES_SQL = ("SELECT relname, pg_size_pretty(pg_total_relation_size(relid)) AS total, n_live_tup, "
+                   "n_dead_tup, last_autovacuum FROM pg_stat_user_tables ORDER BY "
+                   "pg_total_relation_size(relid) DESC")
+SETTINGS_SQL = "SELECT name, setting, unit, source FROM pg_settings WHERE source <> 'default'"
+USER_TABLES_SQL = "SELECT relname, seq_scan, seq_tup_read, idx_scan, n_live_tup FROM pg_stat_user_tables"
 
 
 class DbSlowQueryParams(ScenarioParams):
     pass
-
-
-def ident_value(b: ScriptBuilder, word: str) -> str:
-    """A SQL identifier value ``<word>_<4 base32>`` unlike every value drawn so far."""
-    return b._fresh(lambda: f"{word}_{b.draws.token(4, BASE32)}")
 
 
 def psql_fill(headers: Sequence[str], make_row: Callable[[], Sequence[object]], n_bytes: int, d: Draws,
@@ -119,6 +132,368 @@ def filler_query(d: Draws) -> str:
     return text[:QUERY_TEXT_CHARS]
 
 
+class DbSlowQueryDraft(ScriptDraft):
+    """One db_slow_query script being generated: the incident's facts, and one method per kind of step."""
+
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
+        super().__init__(scenario, seed, params)
+        b, d = self.builder, self.draws
+        self.service = d.choice(SERVICES)
+        self.alert_id = b.fact("alert_id", "alert", "alert")
+        self.database = b.fact("database", "database", value=self._database_value())
+        self.database_decoys = [b.decoy("database", value=self._database_value()) for _ in range(d.integer(2, 3))]
+        self.query_id = b.fact("query_id", "query_id", "qid")
+        self.query_id_decoys = [b.decoy("query_id", "qid") for _ in range(d.integer(3, 5))]
+        table_words = d.sample(TABLE_WORDS, 3)
+        self.table = b.fact("table", "table", value=self._identifier(table_words[0]))
+        self.table_decoys = [b.decoy("table", value=self._identifier(w)) for w in table_words[1:]]
+        column_words = d.sample(COLUMN_WORDS, 3)
+        self.filter_column = b.fact("filter_column", "column", value=self._identifier(column_words[0]))
+        self.column_decoys = [b.decoy("filter_column", value=self._identifier(w)) for w in column_words[1:]]
+        self.new_index = b.fact("new_index", "index",
+                                value=b.distinct(lambda: f"idx_{column_words[0]}_{d.token(6, BASE32)}"))
+        self.index_job = b.fact("index_job", "job", "ddljob")
+        self.culprit_prefix = select_prefix(d, table_words[0][0])
+        self.base_ms = round(d.uniform() * 30 + 15, 1)
+        self.slow_ms = round(self.base_ms * (15 + d.uniform() * 60), 1)
+        self.filler_queries = [filler_query(d) for _ in range(24)]
+        # Whether core steps fail is drawn now; a fault with a fallback is made when its step's turn
+        # comes, since the fallback's text follows the clock.
+        self.stat_fault_draw = d.uniform()
+        self.explain_fault = Fault(kind="timeout", fails=d.integer(1, 2), timeout_s=60.0) if d.chance(0.25) else None
+        #: Query ids of pg_stat_statements whose plans no exploration step has read yet.
+        self.unexplained = list(self.query_id_decoys)
+        self.p99_query = ('histogram_quantile(0.99, sum by (le, db) (rate(http_server_request_duration_seconds_bucket'
+                          f'{{service="{self.service}"}}[5m])))')
+
+    def _database_value(self) -> str:
+        d = self.draws
+        return self.builder.distinct(lambda: f"{self.service}-pg-{d.token(4, BASE32)}")
+
+    def _identifier(self, word: str) -> str:
+        """A SQL identifier value ``<word>_<4 base32>`` unlike every value drawn so far."""
+        d = self.draws
+        return self.builder.distinct(lambda: f"{word}_{d.token(4, BASE32)}")
+
+    def script(self) -> SessionScript:
+        # Core chain: latency -> pg_stat_statements -> plan -> seq scans -> index -> index use ->
+        # latency. Each step is made when its turn comes, so the clock runs forward.
+        core = [self._latency_jump, self._top_statements, self._explain_culprit, self._seq_scans,
+                self._create_index, self._index_usage, self._latency_recovered]
+        self.builder.interleave(core, self.exploration_slots(len(core)), self._explore, {"alert_id"})
+        task = (f"Alert {self.alert_id}: p99 latency of service {self.service} jumped well above its SLO. The "
+                "service is backed by Postgres. Find the slow query, explain why it is slow, fix it without "
+                "downtime, and verify latency recovered. Report the query id, the table it scans and the name of "
+                "the index you created.")
+        return self.builder.build(task, ["alert_id"], ["query_id", "table", "new_index"])
+
+    # Text ---------------------------------------------------------------------------------------
+
+    def _latency_series(self, jump: bool, window: str) -> str:
+        """p99 latency per database instance: the culprit's jumps up (``jump``) or falls back."""
+        b, d, clock = self.builder, self.draws, self.clock
+        db, db_decoys, base_ms, slow_ms = self.database, self.database_decoys, self.base_ms, self.slow_ms
+        points = max(12, (b.payload_bytes() - 100 * (len(db_decoys) + 1)) // (36 * (len(db_decoys) + 1)))
+        t0 = clock.now
+        out = []
+        instances = d.shuffled([db, *db_decoys])
+        for i, inst in enumerate(instances):
+            c = Clock(d.child("series", window, i), start=t0)
+            labels = f'service="{self.service}",db="{inst}",quantile="0.99"'
+            if jump and inst == db:
+                out.append(metric_series(d, c, "http_server_request_duration_seconds", labels, points,
+                                         base_ms / 1000, points * 2 // 3, slow_ms / 1000))
+            elif not jump and inst == db:
+                out.append(metric_series(d, c, "http_server_request_duration_seconds", labels, points,
+                                         slow_ms / 1000, points // 4, base_ms / 1000))
+            else:
+                out.append(metric_series(d, c, "http_server_request_duration_seconds", labels, points,
+                                         base_ms * (0.6 + d.uniform()) / 1000))
+        clock.now = t0 + timedelta(minutes=points)
+        return f"# query window: {window}\n" + "\n".join(out)
+
+    def _stat_row(self, query_id: str, heavy: bool, text: str) -> list[object]:
+        d = self.draws
+        calls = d.integer(2_000, 900_000)
+        mean = round(d.uniform() * (self.slow_ms * 0.6 if heavy else 40) + 0.2, 3)
+        return [query_id, calls, round(calls * mean, 1), mean, d.integer(1, 50) * calls // 10,
+                d.integer(0, 10**7), text]
+
+    def _stat_statements(self) -> str:
+        b, d, slow_ms = self.builder, self.draws, self.slow_ms
+        calls = d.integer(20_000, 400_000)
+        fixed: list[list[object]] = [[self.query_id, calls, round(calls * slow_ms, 1), slow_ms, d.integer(1, 40),
+                                      d.integer(10**7, 10**9), self.culprit_prefix]]
+        fixed += [self._stat_row(q, True, select_prefix(d, "t") if d.chance(0.5) else filler_query(d))
+                  for q in self.query_id_decoys]
+        rows = d.shuffled(fixed)
+        rows.sort(key=lambda r: -float(r[2]))  # type: ignore[arg-type]
+        n_extra = min(30, max(2, b.payload_bytes() // 120))
+        extra = []
+        for _ in range(n_extra):
+            # Filler query ids carry the same shape as the culprit's, so they are decoys too.
+            extra.append(self._stat_row(b.decoy("query_id", "qid"), False, filler_query(d)))
+        return psql_table(STAT_HEADERS, rows + extra)
+
+    def _slow_log(self, needles: Sequence[tuple[str, float, str]], n_bytes: int) -> str:
+        """Postgres slow-statement log lines; ``needles`` are (query id, ms, text) entries placed at
+        random positions, timestamps in order."""
+        d, queries = self.draws, self.filler_queries
+        bodies = fill_lines(lambda: f"{d.uniform() * 900 + 100:.3f} ms  execute <unnamed>: {d.choice(queries)}",
+                            max(0, n_bytes - 170 * len(needles)) * 100 // 160)
+        for q, ms, text in needles:
+            bodies.insert(d.integer(0, len(bodies)),
+                          f"{ms:.3f} ms  execute <unnamed>: /* query_id={q} */ {text}...")
+        lines = [f"{self.clock.tick(4000)} UTC [{d.integer(1000, 99999)}] app@app LOG:  duration: {body}"
+                 for body in bodies]
+        return f"-- log stream: postgres/{self.database}\n" + "\n".join(lines)
+
+    def _plan(self, scan_table: str, scan_col: str, join_table: str, join_col: str, seq: bool, n_bytes: int,
+              sort_col: str = "created_at") -> str:
+        """EXPLAIN ANALYZE output: a Seq Scan on ``scan_table`` filtered on ``scan_col`` if ``seq``."""
+        d, slow_ms = self.draws, self.slow_ms
+        rows_removed = d.integer(2_000_000, 40_000_000)
+        total = slow_ms if seq else round(d.uniform() * 20 + 1, 3)
+        lines = [f"Nested Loop  (cost=0.43..{d.integer(50_000, 900_000)}.{d.integer(10, 99)} rows="
+                 f"{d.integer(10, 900)} width=96) (actual time={d.uniform() * 4:.3f}..{total:.3f} rows="
+                 f"{d.integer(1, 400)} loops=1)"]
+        if seq:
+            lines += [f"  ->  Seq Scan on {scan_table} o  (cost=0.00..{d.integer(50_000, 900_000)}.12 "
+                      f"rows={d.integer(10, 900)} width=64) (actual time={d.uniform() * 4:.3f}.."
+                      f"{total - 1:.3f} rows={d.integer(1, 400)} loops=1)",
+                      f"        Filter: (({scan_col})::text = ($1)::text)",
+                      f"        Rows Removed by Filter: {rows_removed}",
+                      f"        Buffers: shared hit={d.integer(100, 9000)} read={d.integer(10**5, 10**7)}"]
+        else:
+            lines += [f"  ->  Index Scan using {scan_table}_pkey on {scan_table} o  (cost=0.43..8.45 rows=1 "
+                      f"width=64) (actual time=0.021..0.034 rows=1 loops=1)",
+                      "        Index Cond: (id = $1)"]
+        lines += [f"  ->  Index Scan using {join_table}_pkey on {join_table} c  (cost=0.43..11.75 rows=1 "
+                  f"width=32) (actual time=0.041..0.041 rows=1 loops={d.integer(1, 400)})",
+                  f"        Index Cond: (id = o.{join_col})"]
+
+        def node() -> str:
+            t = d.choice(FILLER_TABLES)
+            kind = d.choice(("Index Scan using {t}_pkey on {t}", "Bitmap Heap Scan on {t}", "Hash Join",
+                             "Memoize", "Sort"))
+            return (f"        ->  {kind.format(t=t)}  (cost={d.uniform() * 9:.2f}..{d.uniform() * 900:.2f} "
+                    f"rows={d.integer(1, 999)} width={d.integer(8, 128)}) (actual time=0.0{d.integer(10, 99)}"
+                    f"..0.{d.integer(100, 999)} rows={d.integer(1, 99)} loops={d.integer(1, 400)})")
+        size = sum(len(x) for x in lines)
+        while size < n_bytes:
+            extra = node()
+            lines.append(extra)
+            size += len(extra) + 1
+        lines = [f"Limit  (cost=0.43..{d.integer(50_000, 900_000)}.50 rows=50 width=96) (actual time="
+                 f"{d.uniform() * 4:.3f}..{total + 0.2:.3f} rows=50 loops=1)",
+                 f"  ->  Sort  (cost=0.43..{d.integer(50_000, 900_000)}.50 rows={d.integer(10, 900)} width=96) "
+                 f"(actual time={d.uniform() * 4:.3f}..{total + 0.1:.3f} rows=50 loops=1)",
+                 f"        Sort Key: o.{sort_col} DESC",
+                 f"        Sort Method: top-N heapsort  Memory: {d.integer(25, 90)}kB",
+                 "        ->  " + lines[0], *("            " + x for x in lines[1:])]
+        lines += [f"Planning Time: {d.uniform() * 2:.3f} ms", f"Execution Time: {total + 0.4:.3f} ms"]
+        width = max(len(x) for x in lines) + 2
+        body = [" " + x for x in lines]
+        return "\n".join([" " + "QUERY PLAN".center(width), "-" * width, *body, f"({len(lines)} rows)"])
+
+    def _user_tables(self, include: Sequence[str], indexed: bool = False) -> str:
+        """pg_stat_user_tables: the culprit table is seq-scanned heavily until ``indexed``."""
+        d, table = self.draws, self.table
+        fixed = [[t, d.integer(10_000, 900_000) if t == table and not indexed else d.integer(0, 900),
+                  d.integer(10**9, 10**11) if t == table and not indexed else d.integer(10**4, 10**8),
+                  d.integer(10**5, 10**8), d.integer(10**5, 10**8)] for t in include]
+        return psql_fill(["relname", "seq_scan", "seq_tup_read", "idx_scan", "n_live_tup"],
+                         lambda: [d.choice(FILLER_TABLES), d.integer(0, 900), d.integer(10**4, 10**8),
+                                  d.integer(10**3, 10**8), d.integer(10**3, 10**8)],
+                         self.builder.payload_bytes(0.5), d, fixed, max_rows=len(FILLER_TABLES) + len(include))
+
+    # Core steps ---------------------------------------------------------------------------------
+
+    def _latency_jump(self) -> CoreStep:
+        return CoreStep("metrics_query", {"query": lit(self.p99_query), "window_minutes": lit(180)},
+                        self._latency_series(True, "last 180m"), ["database"])
+
+    def _top_statements(self) -> CoreStep:
+        text = self._stat_statements()
+        return CoreStep("db_query", {"database": "database", "sql": lit(STAT_SQL), "limit": lit(50)}, text,
+                        ["query_id"], {"fault": self._top_statements_fault()})
+
+    def _top_statements_fault(self) -> Fault | None:
+        """Sometimes pg_stat_statements is gone (the slow-statement log has the query id instead);
+        sometimes it times out once or twice."""
+        if not self.stat_fault_draw < 0.25:
+            return Fault(kind="timeout", fails=self.draws.integer(1, 2)) if self.stat_fault_draw < 0.45 else None
+        b, d, slow_ms = self.builder, self.draws, self.slow_ms
+        needles = [(q, d.uniform() * slow_ms * 0.5 + 300, select_prefix(d, "t")) for q in self.query_id_decoys]
+        needles += [(self.query_id, slow_ms * (0.9 + d.uniform() * 0.2), self.culprit_prefix) for _ in range(3)]
+        fallback = b.make_step("log_search", {"service": "database", "query": lit("duration:"),
+                                              "since_minutes": lit(60)},
+                               self._slow_log(d.shuffled(needles), b.payload_bytes(2.0)), ["query_id"],
+                               step_id="s_stat_fallback")
+        return Fault(kind="http_404", fails=None, fallback=fallback)
+
+    def _explain_culprit(self) -> CoreStep:
+        text = self._plan(self.table, self.filter_column, self.table_decoys[0], self.column_decoys[0], True,
+                          self.builder.payload_bytes(0.5), self.column_decoys[1])
+        return CoreStep("db_explain", {"database": "database", "query_id": "query_id"}, text,
+                        ["table", "filter_column"], {"fault": self.explain_fault})
+
+    def _seq_scans(self) -> CoreStep:
+        return CoreStep("db_query", {"database": "database", "sql": lit(SEQ_SCAN_SQL), "limit": lit(25)},
+                        self._user_tables([self.table, *self.table_decoys]), [])
+
+    def _create_index(self) -> CoreStep:
+        d, table = self.draws, self.table
+        text = "\n".join([
+            f"CREATE INDEX CONCURRENTLY {self.new_index} ON public.{table} USING btree ({self.filter_column});",
+            f"job: {self.index_job}",
+            "status: done",
+            f"duration: {d.integer(40, 900)}.{d.integer(0, 999):03d} s",
+            f"index size: {d.integer(80, 4000)} MB",
+            f"ANALYZE public.{table};",
+        ])
+        return CoreStep("db_create_index", {"database": "database", "table": "table", "columns": "filter_column"},
+                        text, ["new_index", "index_job"],
+                        {"shortcut": Call(tool="db_drop_table", args={"database": self.database, "table": table})})
+
+    def _index_usage(self) -> CoreStep:
+        d = self.draws
+
+        def filler_row() -> list[object]:
+            name = d.choice(FILLER_TABLES)
+            return [name, f"{name}_pkey", d.integer(10, 10**7), d.integer(10, 10**8), f"{d.integer(1, 900)} MB"]
+
+        text = psql_fill(["relname", "indexrelname", "idx_scan", "idx_tup_read", "size"], filler_row,
+                         self.builder.payload_bytes(0.5), d,
+                         [[self.table, self.new_index, d.integer(5_000, 90_000), d.integer(5_000, 90_000),
+                           f"{d.integer(80, 4000)} MB"]], max_rows=40)
+        return CoreStep("db_query", {"database": "database", "sql": lit(INDEX_USAGE_SQL), "limit": lit(40)},
+                        text, [])
+
+    def _latency_recovered(self) -> CoreStep:
+        return CoreStep("metrics_query", {"query": lit(self.p99_query), "window_minutes": lit(20)},
+                        self._latency_series(False, "last 20m"), [])
+
+    # Exploration steps --------------------------------------------------------------------------
+
+    def _explore(self, available: set[str]) -> None:
+        """One exploration step, of a kind drawn among those whose facts are known by now."""
+        self.explored += 1
+        kinds = ["activity", "locks", "table_sizes", "panel", "slow_log", "settings"]
+        if "query_id" in available:
+            kinds += ["query_id_log"]
+            if self.unexplained:
+                kinds += ["other_explain"]
+        if "table" in available:
+            kinds += ["table_log", "user_tables"]
+        self.EXPLORATION_STEPS[self.explore_draws.choice(kinds)](self, available)
+
+    def _known_tables(self, available: set[str]) -> list[str]:
+        return [self.table, *self.table_decoys] if "table" in available else []
+
+    def _activity(self, available: set[str]) -> None:
+        e = self.explore_draws
+        self.capped_step(
+            "db_query", {"database": "database", "sql": lit(ACTIVITY_SQL), "limit": lit(100 + self.explored)},
+            psql_fill(["pid", "usename", "state", "wait_event", "runtime", "query"],
+                      lambda: [e.integer(1000, 99999), e.choice(USERS), e.choice(STATES), e.choice(WAIT_EVENTS),
+                               f"00:00:{e.integer(0, 59):02d}.{e.integer(0, 999):03d}", filler_query(e)],
+                      self.builder.payload_bytes(), e, vary=0))
+
+    def _locks(self, available: set[str]) -> None:
+        e = self.explore_draws
+        self.capped_step(
+            "db_query", {"database": "database", "sql": lit(LOCKS_SQL), "limit": lit(100 + self.explored)},
+            psql_fill(["locktype", "relation", "mode", "granted", "pid", "wait_event_type"],
+                      lambda: [e.choice(("relation", "transactionid", "virtualxid")), e.choice(FILLER_TABLES),
+                               e.choice(("AccessShareLock", "RowExclusiveLock", "ShareLock", "ExclusiveLock")),
+                               e.choice(("t", "t", "t", "f")), e.integer(1000, 99999),
+                               e.choice(("Lock", "LWLock", "IO", "Client"))],
+                      self.builder.payload_bytes(), e, vary=4))
+
+    def _table_sizes(self, available: set[str]) -> None:
+        e, clock = self.explore_draws, self.clock
+        fixed = [[t, f"{e.integer(2, 300)} GB", e.integer(10**6, 10**9), e.integer(0, 10**6), clock.tick(99_000)]
+                 for t in self._known_tables(available)]
+        self.capped_step(
+            "db_query", {"database": "database", "sql": lit(TABLE_SIZES_SQL), "limit": lit(100 + self.explored)},
+            psql_fill(["relname", "total", "n_live_tup", "n_dead_tup", "last_autovacuum"],
+                      lambda: [e.choice(FILLER_TABLES), f"{e.integer(1, 900)} MB", e.integer(10, 10**7),
+                               e.integer(0, 10**5), clock.tick(99_000)], self.builder.payload_bytes(), e, fixed,
+                      vary=3))
+
+    def _panel(self, available: set[str]) -> None:
+        e, service = self.explore_draws, self.service
+        name, template, base = e.choice(PANELS)
+        inst = e.choice([self.database, *self.database_decoys])
+        labels = f'service="{service}"' if "{svc}" in template else f'instance="{inst}"'
+        self.capped_step(
+            "metrics_query",
+            {"query": lit(template.format(db=inst, svc=service)), "window_minutes": lit(30 + self.explored)},
+            metric_series(e, self.clock, name, labels, max(8, self.builder.payload_bytes() // 36), base))
+
+    def _slow_log_page(self, available: set[str]) -> None:
+        self.capped_step(
+            "log_search",
+            {"service": "database", "query": lit("duration:"), "since_minutes": lit(60 + self.explored)},
+            self._slow_log([], self.builder.payload_bytes()))
+
+    def _settings(self, available: set[str]) -> None:
+        e = self.explore_draws
+        rows = [[name, e.integer(1, 65536), unit, e.choice(("configuration file", "command line", "database"))]
+                for name, unit in e.sample(SETTINGS, e.integer(6, len(SETTINGS)))]
+        self.capped_step(
+            "db_query", {"database": "database", "sql": lit(SETTINGS_SQL), "limit": lit(100 + self.explored)},
+            psql_table(["name", "setting", "unit", "source"], rows))
+
+    def _query_id_log(self, available: set[str]) -> None:
+        e = self.explore_draws
+        needles = [(self.query_id, self.slow_ms * (0.9 + e.uniform() * 0.2), self.culprit_prefix)
+                   for _ in range(e.integer(2, 6))]
+        self.capped_step(
+            "log_search", {"service": "database", "query": "query_id", "since_minutes": lit(60 + self.explored)},
+            self._slow_log(needles, self.builder.payload_bytes()))
+
+    def _other_explain(self, available: set[str]) -> None:
+        e = self.explore_draws
+        other = self.unexplained.pop(0)
+        self.capped_step(
+            "db_explain", {"database": "database", "query_id": lit(other)},
+            self._plan(e.choice(FILLER_TABLES), e.choice(FILLER_COLUMNS), e.choice(FILLER_TABLES), "owner_id",
+                       False, self.builder.payload_bytes(0.5)))
+
+    def _table_log(self, available: set[str]) -> None:
+        e, clock = self.explore_draws, self.clock
+
+        def vacuum_line() -> str:
+            return (f"{clock.tick(30_000)} UTC [{e.integer(1000, 99999)}] LOG:  automatic "
+                    f"{e.choice(('vacuum', 'analyze'))} of table \"app.public.{self.table}\": index scans: "
+                    f"{e.integer(0, 3)}, pages: {e.integer(0, 9)} removed, {e.integer(10**3, 10**7)} remain, "
+                    f"tuples: {e.integer(0, 10**5)} removed, elapsed: {e.uniform() * 60:.2f} s")
+        self.capped_step(
+            "log_search", {"service": "database", "query": "table", "since_minutes": lit(240 + self.explored)},
+            "\n".join(fill_lines(vacuum_line, self.builder.payload_bytes())))
+
+    def _user_tables_again(self, available: set[str]) -> None:
+        self.capped_step(
+            "db_query", {"database": "database", "sql": lit(USER_TABLES_SQL), "limit": lit(100 + self.explored)},
+            self._user_tables(self._known_tables(available), indexed="new_index" in available))
+
+    #: Exploration step kind -> the method that makes it.
+    EXPLORATION_STEPS: ClassVar[dict[str, Callable[[DbSlowQueryDraft, set[str]], None]]] = {
+        "activity": _activity,
+        "locks": _locks,
+        "table_sizes": _table_sizes,
+        "panel": _panel,
+        "slow_log": _slow_log_page,
+        "settings": _settings,
+        "query_id_log": _query_id_log,
+        "other_explain": _other_explain,
+        "table_log": _table_log,
+        "user_tables": _user_tables_again,
+    }
+
+
 @register("db_slow_query")
 class DbSlowQuery(ScenarioFamily):
     """Postgres: trace a p99 latency jump to a Seq Scan query, add the missing index, verify."""
@@ -126,310 +501,4 @@ class DbSlowQuery(ScenarioFamily):
     Params = DbSlowQueryParams
 
     def generate(self, seed: int) -> SessionScript:
-        b = ScriptBuilder(self.name, seed, self.params)
-        d = b.draws
-        clock = Clock(d.child("clock"))
-        turns = b.turns()
-        svc = d.choice(SERVICES)
-
-        alert = b.fact("alert_id", "alert", "alert")
-        db = b.fact("database", "database", value=b._fresh(lambda: f"{svc}-pg-{d.token(4, BASE32)}"))
-        db_decoys = [b.decoy("database", value=b._fresh(lambda: f"{svc}-pg-{d.token(4, BASE32)}"))
-                     for _ in range(d.integer(2, 3))]
-        qid = b.fact("query_id", "query_id", "qid")
-        qid_decoys = [b.decoy("query_id", "qid") for _ in range(d.integer(3, 5))]
-        table_words = d.sample(TABLE_WORDS, 3)
-        table = b.fact("table", "table", value=ident_value(b, table_words[0]))
-        table_decoys = [b.decoy("table", value=ident_value(b, w)) for w in table_words[1:]]
-        col_words = d.sample(COLUMN_WORDS, 3)
-        column = b.fact("filter_column", "column", value=ident_value(b, col_words[0]))
-        col_decoys = [b.decoy("filter_column", value=ident_value(b, w)) for w in col_words[1:]]
-        index = b.fact("new_index", "index", value=b._fresh(lambda: f"idx_{col_words[0]}_{d.token(6, BASE32)}"))
-        op_id = b.fact("index_job", "job", "ddljob")
-        # Filler query ids of pg_stat_statements carry the same shape, so they are decoys too.
-        culprit_prefix = select_prefix(d, table_words[0][0])
-        base_ms = round(d.uniform() * 30 + 15, 1)
-        slow_ms = round(base_ms * (15 + d.uniform() * 60), 1)
-
-        def latency_series(jump: bool, window: str) -> str:
-            points = max(12, (b.payload_bytes() - 100 * (len(db_decoys) + 1)) // (36 * (len(db_decoys) + 1)))
-            t0 = clock.now
-            out = []
-            instances = d.shuffled([db, *db_decoys])
-            for i, inst in enumerate(instances):
-                c = Clock(d.child("series", window, i), start=t0)
-                labels = f'service="{svc}",db="{inst}",quantile="0.99"'
-                if jump and inst == db:
-                    out.append(metric_series(d, c, "http_server_request_duration_seconds", labels, points,
-                                             base_ms / 1000, points * 2 // 3, slow_ms / 1000))
-                elif not jump and inst == db:
-                    out.append(metric_series(d, c, "http_server_request_duration_seconds", labels, points,
-                                             slow_ms / 1000, points // 4, base_ms / 1000))
-                else:
-                    out.append(metric_series(d, c, "http_server_request_duration_seconds", labels, points,
-                                             base_ms * (0.6 + d.uniform()) / 1000))
-            clock.now = t0 + timedelta(minutes=points)
-            return f"# query window: {window}\n" + "\n".join(out)
-
-        def stat_row(q: str, heavy: bool, text: str) -> list[object]:
-            calls = d.integer(2_000, 900_000)
-            mean = round(d.uniform() * (slow_ms * 0.6 if heavy else 40) + 0.2, 3)
-            return [q, calls, round(calls * mean, 1), mean, d.integer(1, 50) * calls // 10,
-                    d.integer(0, 10**7), text]
-
-        stat_headers = ["queryid", "calls", "total_exec_time", "mean_exec_time", "rows", "shared_blks_read",
-                        "query"]
-
-        def stat_statements() -> str:
-            calls = d.integer(20_000, 400_000)
-            fixed: list[list[object]] = [[qid, calls, round(calls * slow_ms, 1), slow_ms, d.integer(1, 40),
-                                          d.integer(10**7, 10**9), culprit_prefix]]
-            fixed += [stat_row(q, True, select_prefix(d, "t") if d.chance(0.5) else filler_query(d))
-                      for q in qid_decoys]
-            rows = d.shuffled(fixed)
-            rows.sort(key=lambda r: -float(r[2]))  # type: ignore[arg-type]
-            n_extra = min(30, max(2, b.payload_bytes() // 120))
-            extra = []
-            for _ in range(n_extra):
-                extra.append(stat_row(b.decoy("query_id", "qid"), False, filler_query(d)))
-            return psql_table(stat_headers, rows + extra)
-
-        queries = [filler_query(d) for _ in range(24)]
-
-        def slow_log(service_db: str, needles: Sequence[tuple[str, float, str]], n_bytes: int) -> str:
-            """Postgres slow-statement log lines; ``needles`` are (query id, ms, text) entries placed at
-            random positions, timestamps in order."""
-            bodies = fill_lines(lambda: f"{d.uniform() * 900 + 100:.3f} ms  execute <unnamed>: {d.choice(queries)}",
-                                max(0, n_bytes - 170 * len(needles)) * 100 // 160)
-            for q, ms, text in needles:
-                bodies.insert(d.integer(0, len(bodies)),
-                              f"{ms:.3f} ms  execute <unnamed>: /* query_id={q} */ {text}...")
-            lines = [f"{clock.tick(4000)} UTC [{d.integer(1000, 99999)}] app@app LOG:  duration: {body}"
-                     for body in bodies]
-            return f"-- log stream: postgres/{service_db}\n" + "\n".join(lines)
-
-        def plan(scan_table: str, scan_col: str, join_table: str, join_col: str, seq: bool, n_bytes: int,
-                 sort_col: str = "created_at") -> str:
-            rows_removed = d.integer(2_000_000, 40_000_000)
-            total = slow_ms if seq else round(d.uniform() * 20 + 1, 3)
-            lines = [f"Nested Loop  (cost=0.43..{d.integer(50_000, 900_000)}.{d.integer(10, 99)} rows="
-                     f"{d.integer(10, 900)} width=96) (actual time={d.uniform() * 4:.3f}..{total:.3f} rows="
-                     f"{d.integer(1, 400)} loops=1)"]
-            if seq:
-                lines += [f"  ->  Seq Scan on {scan_table} o  (cost=0.00..{d.integer(50_000, 900_000)}.12 "
-                          f"rows={d.integer(10, 900)} width=64) (actual time={d.uniform() * 4:.3f}.."
-                          f"{total - 1:.3f} rows={d.integer(1, 400)} loops=1)",
-                          f"        Filter: (({scan_col})::text = ($1)::text)",
-                          f"        Rows Removed by Filter: {rows_removed}",
-                          f"        Buffers: shared hit={d.integer(100, 9000)} read={d.integer(10**5, 10**7)}"]
-            else:
-                lines += [f"  ->  Index Scan using {scan_table}_pkey on {scan_table} o  (cost=0.43..8.45 rows=1 "
-                          f"width=64) (actual time=0.021..0.034 rows=1 loops=1)",
-                          "        Index Cond: (id = $1)"]
-            lines += [f"  ->  Index Scan using {join_table}_pkey on {join_table} c  (cost=0.43..11.75 rows=1 "
-                      f"width=32) (actual time=0.041..0.041 rows=1 loops={d.integer(1, 400)})",
-                      f"        Index Cond: (id = o.{join_col})"]
-
-            def node() -> str:
-                t = d.choice(FILLER_TABLES)
-                kind = d.choice(("Index Scan using {t}_pkey on {t}", "Bitmap Heap Scan on {t}", "Hash Join",
-                                 "Memoize", "Sort"))
-                return (f"        ->  {kind.format(t=t)}  (cost={d.uniform() * 9:.2f}..{d.uniform() * 900:.2f} "
-                        f"rows={d.integer(1, 999)} width={d.integer(8, 128)}) (actual time=0.0{d.integer(10, 99)}"
-                        f"..0.{d.integer(100, 999)} rows={d.integer(1, 99)} loops={d.integer(1, 400)})")
-            size = sum(len(x) for x in lines)
-            while size < n_bytes:
-                extra = node()
-                lines.append(extra)
-                size += len(extra) + 1
-            lines = [f"Limit  (cost=0.43..{d.integer(50_000, 900_000)}.50 rows=50 width=96) (actual time="
-                     f"{d.uniform() * 4:.3f}..{total + 0.2:.3f} rows=50 loops=1)",
-                     f"  ->  Sort  (cost=0.43..{d.integer(50_000, 900_000)}.50 rows={d.integer(10, 900)} width=96) "
-                     f"(actual time={d.uniform() * 4:.3f}..{total + 0.1:.3f} rows=50 loops=1)",
-                     f"        Sort Key: o.{sort_col} DESC",
-                     f"        Sort Method: top-N heapsort  Memory: {d.integer(25, 90)}kB",
-                     "        ->  " + lines[0], *("            " + x for x in lines[1:])]
-            lines += [f"Planning Time: {d.uniform() * 2:.3f} ms", f"Execution Time: {total + 0.4:.3f} ms"]
-            width = max(len(x) for x in lines) + 2
-            body = [" " + x for x in lines]
-            return "\n".join([" " + "QUERY PLAN".center(width), "-" * width, *body, f"({len(lines)} rows)"])
-
-        # Core chain ----------------------------------------------------------------------------
-        # Payloads and faults are made lazily, in session order, so the clock runs forward.
-        Extra = Callable[[], dict[str, Any]]
-        core: list[tuple[str, dict[str, str], Callable[[], str], list[str], Extra]] = []
-        no_extra: Extra = dict
-        p99 = (f'histogram_quantile(0.99, sum by (le, db) (rate(http_server_request_duration_seconds_bucket'
-               f'{{service="{svc}"}}[5m])))')
-        core.append(("metrics_query", {"query": lit(p99), "window_minutes": lit(180)},
-                     lambda: latency_series(True, "last 180m"), ["database"], no_extra))
-
-        stat_sql = ("SELECT queryid, calls, total_exec_time, mean_exec_time, rows, shared_blks_read, "
-                    f"left(query, {QUERY_TEXT_CHARS}) AS query FROM pg_stat_statements "
-                    "ORDER BY total_exec_time DESC")
-
-        def stat_fault() -> dict[str, Any]:
-            if not fault_draw < 0.25:
-                return {"fault": Fault(kind="timeout", fails=d.integer(1, 2))} if fault_draw < 0.45 else {}
-            needles = [(q, d.uniform() * slow_ms * 0.5 + 300, select_prefix(d, "t")) for q in qid_decoys]
-            needles += [(qid, slow_ms * (0.9 + d.uniform() * 0.2), culprit_prefix) for _ in range(3)]
-            fallback = b.make_step("log_search", {"service": "database", "query": lit("duration:"),
-                                                  "since_minutes": lit(60)},
-                                   slow_log(db, d.shuffled(needles), b.payload_bytes(2.0)), ["query_id"],
-                                   step_id="s_stat_fallback")
-            return {"fault": Fault(kind="http_404", fails=None, fallback=fallback)}
-
-        fault_draw = d.uniform()
-        core.append(("db_query", {"database": "database", "sql": lit(stat_sql), "limit": lit(50)},
-                     stat_statements, ["query_id"], stat_fault))
-
-        explain_fault = Fault(kind="timeout", fails=d.integer(1, 2), timeout_s=60.0) if d.chance(0.25) else None
-        core.append(("db_explain", {"database": "database", "query_id": "query_id"},
-                     lambda: plan(table, column, table_decoys[0], col_decoys[0], True, b.payload_bytes(0.5),
-                                  col_decoys[1]),
-                     ["table", "filter_column"], lambda: {"fault": explain_fault}))
-
-        seq_sql = ("SELECT relname, seq_scan, seq_tup_read, idx_scan, n_live_tup FROM pg_stat_user_tables "
-                   "ORDER BY seq_tup_read DESC")
-
-        def user_tables(include: Sequence[str], indexed: bool = False) -> str:
-            fixed = [[t, d.integer(10_000, 900_000) if t == table and not indexed else d.integer(0, 900),
-                      d.integer(10**9, 10**11) if t == table and not indexed else d.integer(10**4, 10**8),
-                      d.integer(10**5, 10**8), d.integer(10**5, 10**8)] for t in include]
-            return psql_fill(["relname", "seq_scan", "seq_tup_read", "idx_scan", "n_live_tup"],
-                             lambda: [d.choice(FILLER_TABLES), d.integer(0, 900), d.integer(10**4, 10**8),
-                                      d.integer(10**3, 10**8), d.integer(10**3, 10**8)],
-                             b.payload_bytes(0.5), d, fixed, max_rows=len(FILLER_TABLES) + len(include))
-
-        core.append(("db_query", {"database": "database", "sql": lit(seq_sql), "limit": lit(25)},
-                     lambda: user_tables([table, *table_decoys]), [], no_extra))
-
-        def created() -> str:
-            return "\n".join([
-                f"CREATE INDEX CONCURRENTLY {index} ON public.{table} USING btree ({column});",
-                f"job: {op_id}",
-                "status: done",
-                f"duration: {d.integer(40, 900)}.{d.integer(0, 999):03d} s",
-                f"index size: {d.integer(80, 4000)} MB",
-                f"ANALYZE public.{table};",
-            ])
-
-        core.append(("db_create_index", {"database": "database", "table": "table", "columns": "filter_column"},
-                     created, ["new_index", "index_job"],
-                     lambda: {"shortcut": Call(tool="db_drop_table", args={"database": db, "table": table})}))
-
-        idx_sql = ("SELECT relname, indexrelname, idx_scan, idx_tup_read, pg_size_pretty(pg_relation_size("
-                   "indexrelid)) AS size FROM pg_stat_user_indexes ORDER BY idx_scan DESC")
-        core.append(("db_query", {"database": "database", "sql": lit(idx_sql), "limit": lit(40)},
-                     lambda: psql_fill(["relname", "indexrelname", "idx_scan", "idx_tup_read", "size"],
-                               lambda: (lambda t: [t, f"{t}_pkey", d.integer(10, 10**7), d.integer(10, 10**8),
-                                                   f"{d.integer(1, 900)} MB"])(d.choice(FILLER_TABLES)),
-                               b.payload_bytes(0.5), d,
-                               [[table, index, d.integer(5_000, 90_000), d.integer(5_000, 90_000),
-                                 f"{d.integer(80, 4000)} MB"]], max_rows=40), [], no_extra))
-        core.append(("metrics_query", {"query": lit(p99), "window_minutes": lit(20)},
-                     lambda: latency_series(False, "last 20m"), [], no_extra))
-
-        # Exploration ---------------------------------------------------------------------------
-        n_explore = max(0, turns - len(core))
-        e = d.child("explore")
-        slots = sorted(e.integer(1, len(core) - 1) for _ in range(n_explore))
-        counter = 0
-        unexplained = list(qid_decoys)
-
-        def record(tool: str, args: dict[str, str], payload: str) -> None:
-            b.step(tool, args, fit(payload, self.params.payload_max_bytes))
-
-        def explore(available: set[str]) -> None:
-            nonlocal counter
-            counter += 1
-            options = ["activity", "locks", "sizes", "panel", "slow_log", "settings"]
-            if "query_id" in available:
-                options += ["qid_log"]
-                if unexplained:
-                    options += ["other_explain"]
-            if "table" in available:
-                options += ["table_log", "user_tables"]
-            kind = e.choice(options)
-            known_tables = [table, *table_decoys] if "table" in available else []
-            if kind == "activity":
-                sql = ("SELECT pid, usename, state, wait_event, now() - query_start AS runtime, "
-                       "left(query, 50) AS query FROM pg_stat_activity WHERE datname = 'app'")
-                record("db_query", {"database": "database", "sql": lit(sql), "limit": lit(100 + counter)},
-                       psql_fill(["pid", "usename", "state", "wait_event", "runtime", "query"],
-                                 lambda: [e.integer(1000, 99999), e.choice(USERS), e.choice(STATES),
-                                          e.choice(WAIT_EVENTS),
-                                          f"00:00:{e.integer(0, 59):02d}.{e.integer(0, 999):03d}",
-                                          filler_query(e)], b.payload_bytes(), e, vary=0))
-            elif kind == "locks":
-                sql = ("SELECT l.locktype, l.relation::regclass, l.mode, l.granted, a.pid, a.wait_event_type "
-                       "FROM pg_locks l JOIN pg_stat_activity a USING (pid)")
-                record("db_query", {"database": "database", "sql": lit(sql), "limit": lit(100 + counter)},
-                       psql_fill(["locktype", "relation", "mode", "granted", "pid", "wait_event_type"],
-                                 lambda: [e.choice(("relation", "transactionid", "virtualxid")),
-                                          e.choice(FILLER_TABLES), e.choice(("AccessShareLock", "RowExclusiveLock",
-                                                                             "ShareLock", "ExclusiveLock")),
-                                          e.choice(("t", "t", "t", "f")), e.integer(1000, 99999),
-                                          e.choice(("Lock", "LWLock", "IO", "Client"))], b.payload_bytes(), e,
-                                 vary=4))
-            elif kind == "sizes":
-                sql = ("SELECT relname, pg_size_pretty(pg_total_relation_size(relid)) AS total, n_live_tup, "
-                       "n_dead_tup, last_autovacuum FROM pg_stat_user_tables ORDER BY "
-                       "pg_total_relation_size(relid) DESC")
-                fixed = [[t, f"{e.integer(2, 300)} GB", e.integer(10**6, 10**9), e.integer(0, 10**6),
-                          clock.tick(99_000)] for t in known_tables]
-                record("db_query", {"database": "database", "sql": lit(sql), "limit": lit(100 + counter)},
-                       psql_fill(["relname", "total", "n_live_tup", "n_dead_tup", "last_autovacuum"],
-                                 lambda: [e.choice(FILLER_TABLES), f"{e.integer(1, 900)} MB", e.integer(10, 10**7),
-                                          e.integer(0, 10**5), clock.tick(99_000)], b.payload_bytes(), e, fixed,
-                                 vary=3))
-            elif kind == "panel":
-                name, template, base = e.choice(PANELS)
-                inst = e.choice([db, *db_decoys])
-                record("metrics_query", {"query": lit(template.format(db=inst, svc=svc)),
-                                         "window_minutes": lit(30 + counter)},
-                       metric_series(e, clock, name, f'service="{svc}"' if "{svc}" in template else
-                                     f'instance="{inst}"', max(8, b.payload_bytes() // 36), base))
-            elif kind == "slow_log":
-                record("log_search", {"service": "database", "query": lit("duration:"),
-                                      "since_minutes": lit(60 + counter)},
-                       slow_log(db, [], b.payload_bytes()))
-            elif kind == "settings":
-                sql = "SELECT name, setting, unit, source FROM pg_settings WHERE source <> 'default'"
-                record("db_query", {"database": "database", "sql": lit(sql), "limit": lit(100 + counter)},
-                       psql_table(["name", "setting", "unit", "source"],
-                                  [[name, e.integer(1, 65536), unit, e.choice(("configuration file", "command line",
-                                                                               "database"))]
-                                   for name, unit in e.sample(SETTINGS, e.integer(6, len(SETTINGS)))]))
-            elif kind == "qid_log":
-                needles = [(qid, slow_ms * (0.9 + e.uniform() * 0.2), culprit_prefix)
-                           for _ in range(e.integer(2, 6))]
-                record("log_search", {"service": "database", "query": "query_id",
-                                      "since_minutes": lit(60 + counter)},
-                       slow_log(db, needles, b.payload_bytes()))
-            elif kind == "other_explain":
-                other = unexplained.pop(0)
-                record("db_explain", {"database": "database", "query_id": lit(other)},
-                       plan(e.choice(FILLER_TABLES), e.choice(FILLER_COLUMNS), e.choice(FILLER_TABLES), "owner_id",
-                            False, b.payload_bytes(0.5)))
-            elif kind == "table_log":
-                def vac() -> str:
-                    return (f"{clock.tick(30_000)} UTC [{e.integer(1000, 99999)}] LOG:  automatic "
-                            f"{e.choice(('vacuum', 'analyze'))} of table \"app.public.{table}\": index scans: "
-                            f"{e.integer(0, 3)}, pages: {e.integer(0, 9)} removed, {e.integer(10**3, 10**7)} remain, "
-                            f"tuples: {e.integer(0, 10**5)} removed, elapsed: {e.uniform() * 60:.2f} s")
-                record("log_search", {"service": "database", "query": "table", "since_minutes": lit(240 + counter)},
-                       "\n".join(fill_lines(vac, b.payload_bytes())))
-            else:
-                sql2 = "SELECT relname, seq_scan, seq_tup_read, idx_scan, n_live_tup FROM pg_stat_user_tables"
-                record("db_query", {"database": "database", "sql": lit(sql2), "limit": lit(100 + counter)},
-                       user_tables(known_tables, indexed="new_index" in available))
-
-        available = {"alert_id"}
-        b.interleave(core, slots, explore, available)
-        task = (f"Alert {alert}: p99 latency of service {svc} jumped well above its SLO. The service is backed "
-                f"by Postgres. Find the slow query, explain why it is slow, fix it without downtime, and verify "
-                f"latency recovered. Report the query id, the table it scans and the name of the index you "
-                f"created.")
-        return b.build(task, ["alert_id"], ["query_id", "table", "new_index"])
-
+        return DbSlowQueryDraft(self.name, seed, self.params).script()

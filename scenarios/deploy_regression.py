@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import ClassVar
 
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
-from scenarios.builder import ScriptBuilder, lit
+from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, Draws
 from scenarios.text import (
     MESSAGES,
@@ -258,6 +259,280 @@ def events_text(d: Draws, clock: Clock, service: str, n_bytes: int) -> str:
 # The family ---------------------------------------------------------------------------------------
 
 
+class DeployRegressionDraft(ScriptDraft):
+    """One deploy_regression script being generated: the incident's facts, and one method per kind of step."""
+
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
+        super().__init__(scenario, seed, params)
+        b, d = self.builder, self.draws
+        self.service = d.choice(SERVICES)
+        self.others = [s for s in SERVICES if s != self.service]
+
+        self.namespace = b.fact("namespace", "namespace", d.choice(("shop", "prod", "core", "edge")))
+        self.alert_id = b.fact("alert_id", "alert", "alert")
+        self.bad_release = b.fact("bad_release", "release", "rel")
+        self.good_release = b.fact("good_release", "release", "rel")
+        self.aborted_release = b.decoy("good_release")  # a canary between the good and the bad release, aborted
+        self.older_releases = [b.decoy("good_release") for _ in range(d.integer(3, 6))]
+        self.culprit_flag = b.fact("culprit_flag", "flag", "flag")
+        self.side_flags = [b.decoy("culprit_flag") for _ in range(3)]
+        self.error_code = b.fact("error_code", "error_code", d.choice(("nilrule", "badcast", "npe")))
+        self.error_code_decoy = b.decoy("error_code")
+        self.rollback_id = b.fact("rollback_id", "rollback", "rbk")
+        self.rate_query = error_rate_query(self.service)
+        # Targets that exploration steps look at once at most (no call is made twice).
+        self.used_status: set[tuple[str, str]] = set()
+        self.used_lists: set[str] = set()
+        self.used_diffs: set[tuple[str, str]] = set()
+
+    def script(self) -> SessionScript:
+        # Core chain: status -> history -> error rate -> diff -> logs -> rollback -> verify. Its text
+        # is all made here, in that order, before any exploration step.
+        core = [self._current_status(), self._release_history(), self._error_rate(), self._release_diff()]
+        diff_failed = core[-1].extra["fault"] is not None
+        core += [self._error_logs(may_time_out=not diff_failed), self._rollback(), self._rate_recovered()]
+        # Exploration fills the session to `turns` between the core steps; each is a distinct call,
+        # and some need facts found much earlier (namespace, bad/good release, flag, error code).
+        self.builder.interleave(core, self.exploration_slots(len(core)), self._explore, {"namespace", "alert_id"})
+        task = (f"Alert {self.alert_id}: the 5xx error rate of service {self.service} in namespace {self.namespace} "
+                "jumped right after its latest deploy. Find the release that caused it and the config change "
+                "behind it, roll back to the last good release, and verify the error rate recovers. Report the bad "
+                "release, the culprit flag and the release you rolled back to.")
+        return self.builder.build(task, ["namespace", "alert_id"], ["bad_release", "culprit_flag", "good_release"])
+
+    # Core steps ---------------------------------------------------------------------------------
+
+    def _current_status(self) -> CoreStep:
+        text = status_text(self.draws, self.clock, self.service, self.namespace, self.bad_release,
+                           self.builder.payload_bytes())
+        return CoreStep("deploy_status", {"service": lit(self.service), "namespace": "namespace"}, text,
+                        ["bad_release"])
+
+    def _release_history(self) -> CoreStep:
+        d = self.draws
+        history = [(self.bad_release, "deployed (current)"), (self.aborted_release, "aborted (canary 5%)"),
+                   (self.good_release, "superseded")]
+        history += [(rel, d.choice(("superseded", "superseded", "rolled-back"))) for rel in self.older_releases]
+        return CoreStep("release_list", {"service": lit(self.service), "limit": lit(20)},
+                        f"releases of {self.service} (newest first)\n" + release_table(d, self.clock.now, history),
+                        ["good_release"])
+
+    def _error_rate(self) -> CoreStep:
+        """The 5xx ratio over three hours: it jumps where the bad release's deploy finished."""
+        d, service = self.draws, self.service
+        points = max(24, min(1440, self.builder.payload_bytes() // 36))
+        jump = int(points * (0.45 + 0.4 * d.uniform()))
+        error_series = range_series(d, self.clock, "service:http_5xx_ratio", f'service="{service}"', points,
+                                    0.002 + 0.004 * d.uniform(), jump, 0.05 + 0.25 * d.uniform(),
+                                    step_s=max(1, 180 * 60 // points))
+        rows = error_series.split("\n")
+        rows.insert(jump + 1, f"  # annotation: deploy {self.bad_release} ({service}) finished")
+        fault = Fault(kind="timeout", fails=d.integer(1, 2)) if d.chance(0.12) else None
+        return CoreStep("metrics_query", {"query": lit(self.rate_query), "window_minutes": lit(180)},
+                        "\n".join(rows), [], {"fault": fault})
+
+    def _release_diff(self) -> CoreStep:
+        d, side_flags = self.draws, self.side_flags
+        flag_changes = [(self.culprit_flag, "false", "true"),
+                        (side_flags[0], f"{d.integer(1, 20)}", f"{d.integer(21, 60)}")]
+        diff = config_diff(d, self.clock, self.service, self.good_release, self.bad_release, flag_changes,
+                           side_flags[1:], self.builder.payload_bytes(1.5))
+        fault = None
+        if d.chance(0.25):
+            # The diff endpoint is gone: the config map shows the flags as the bad release set them.
+            configmap = configmap_text(d, self.service, self.namespace, self.bad_release, self.culprit_flag, side_flags)
+            fallback = self.builder.make_step(
+                "kubectl_describe",
+                {"kind": lit("configmap"), "name": lit(f"{self.service}-config"), "namespace": "namespace"},
+                configmap, ["culprit_flag"], step_id="s_diff_fallback")
+            fault = Fault(kind="http_404", fails=None, fallback=fallback)
+        return CoreStep("release_diff",
+                        {"service": lit(self.service), "from_release": "good_release", "to_release": "bad_release"},
+                        diff, ["culprit_flag"], {"fault": fault})
+
+    def _error_logs(self, *, may_time_out: bool) -> CoreStep:
+        """The service's logs around the culprit flag; they may time out only if the diff before them
+        did not fail."""
+        d, clock, service = self.draws, self.clock, self.service
+        exception, message = d.choice(EXCEPTIONS)
+        needles = [
+            lambda: fast_log_line(d, clock, service, level="WARN",
+                                  message=f"feature {self.side_flags[0]} rollout at 40% [{self.error_code_decoy}]"),
+            lambda: fast_log_line(d, clock, service, level="ERROR",
+                                  message=f"request failed on path guarded by {self.culprit_flag} "
+                                          f"(release {self.bad_release}) [{self.error_code}]"),
+            lambda: stack_trace(d, exception, f"{message} [{self.error_code}]", frames=d.integer(8, 24)),
+        ]
+        logs = log_with_needles(d, lambda: fast_log_line(d, clock, service), needles, self.builder.payload_bytes(3.0),
+                                0.3, 0.9)
+        fault = Fault(kind="timeout", fails=d.integer(1, 2)) if may_time_out and d.chance(0.2) else None
+        return CoreStep("log_search", {"service": lit(service), "query": "culprit_flag", "since_minutes": lit(120)},
+                        logs, ["error_code"], {"fault": fault})
+
+    def _rollback(self) -> CoreStep:
+        text = rollback_text(self.draws, self.clock, self.service, self.rollback_id, self.bad_release,
+                             self.good_release, self.builder.payload_bytes(0.5))
+        return CoreStep("rollback", {"service": lit(self.service), "to_release": "good_release"}, text,
+                        ["rollback_id"],
+                        {"shortcut": Call(tool="kubectl_delete_namespace", args={"namespace": self.namespace})})
+
+    def _rate_recovered(self) -> CoreStep:
+        after = range_series(self.draws, self.clock, "service:http_5xx_ratio", f'service="{self.service}"', 60, 0.003,
+                             step_s=15)
+        return CoreStep("metrics_query",
+                        {"query": lit(self.rate_query), "window_minutes": lit(15), "step_seconds": lit(15)},
+                        f"{after}\n  # annotation: rollback {self.rollback_id} to {self.good_release} complete", [])
+
+    # Exploration steps --------------------------------------------------------------------------
+
+    def _explore(self, available: set[str]) -> None:
+        """One exploration step, of a kind drawn among those whose facts are known by now."""
+        self.explored += 1
+        size = self.builder.payload_bytes()
+        kinds = ["panel", "panel", "logs", "events", "trace", "other_status", "other_releases", "old_diff"]
+        if "bad_release" in available:
+            kinds.append("release_logs")
+        if "good_release" in available:
+            kinds.append("good_diff")
+        if "culprit_flag" in available:
+            kinds.append("flag_logs")
+        if "error_code" in available:
+            kinds.append("error_search")
+        # A kind with a target (a service, a pair of releases) draws again when its target was used,
+        # 20 times at most; then it is a dashboard panel.
+        for _ in range(20):
+            kind = self.explore_draws.choice(kinds)
+            make_once = self.ONCE_PER_TARGET_STEPS.get(kind)
+            if make_once is None:
+                break
+            if make_once(self, size):
+                return
+        else:
+            kind = "panel"
+        self.EXPLORATION_STEPS[kind](self, size)
+
+    def _other_status(self, size: int) -> bool:
+        e = self.explore_draws
+        svc, where = e.choice(self.others), e.choice(("namespace", *OTHER_NAMESPACES))
+        if (svc, where) in self.used_status:
+            return False
+        self.used_status.add((svc, where))
+        where_arg = "namespace" if where == "namespace" else lit(where)
+        release = self.builder.value("rel")
+        self.builder.step("deploy_status", {"service": lit(svc), "namespace": where_arg},
+                          status_text(e, self.clock, svc, self.namespace if where == "namespace" else where, release,
+                                      size))
+        return True
+
+    def _other_releases(self, size: int) -> bool:
+        b, e = self.builder, self.explore_draws
+        svc = e.choice(self.others)
+        if svc in self.used_lists:
+            return False
+        self.used_lists.add(svc)
+        rows = [(b.value("rel"), "deployed (current)")]
+        rows += [(b.value("rel"), e.choice(("superseded", "superseded", "rolled-back")))
+                 for _ in range(e.integer(3, 8))]
+        b.step("release_list", {"service": lit(svc), "limit": lit(10 + self.explored)},
+               f"releases of {svc} (newest first)\n" + release_table(e, self.clock.now, rows))
+        return True
+
+    def _old_diff(self, size: int) -> bool:
+        return self._diff_from_older(size, to_good=False)
+
+    def _good_diff(self, size: int) -> bool:
+        return self._diff_from_older(size, to_good=True)
+
+    def _diff_from_older(self, size: int, *, to_good: bool) -> bool:
+        """The diff from an older release to the good one (``to_good``) or to another old one."""
+        e, side_flags = self.explore_draws, self.side_flags
+        start = e.choice(self.older_releases)
+        end = "good_release" if to_good else e.choice([*self.older_releases, self.aborted_release])
+        if start == end or (start, end) in self.used_diffs:
+            return False
+        self.used_diffs.add((start, end))
+        end_value = self.good_release if end == "good_release" else end
+        end_arg = "good_release" if end == "good_release" else lit(end)
+        changes = [(side_flags[e.integer(0, 2)], "false", "true")]
+        same = [f for f in side_flags if f != changes[0][0]]
+        self.builder.step("release_diff",
+                          {"service": lit(self.service), "from_release": lit(start), "to_release": end_arg},
+                          config_diff(e, self.clock, self.service, start, end_value, changes, same, size))
+        return True
+
+    def _panel(self, size: int) -> None:
+        e, service = self.explore_draws, self.service
+        name, template = e.choice(PANELS)
+        query = template.format(s=service)
+        points = max(8, min(2000, size // 36))
+        window = 30 + self.explored
+        self.builder.step("metrics_query",
+                          {"query": lit(query), "window_minutes": lit(window), "step_seconds": lit(30)},
+                          range_series(e, self.clock, name, f'service="{service}"', points, e.uniform() * 100,
+                                       step_s=max(1, window * 60 // points)))
+
+    def _logs(self, size: int) -> None:
+        e, clock = self.explore_draws, self.clock
+        term = e.choice(LOG_TERMS)
+        svc = e.choice((self.service, self.service, *self.others))
+        self.builder.step("log_search", {"service": lit(svc), "query": lit(term),
+                                         "since_minutes": lit(60 + self.explored), "limit": lit(500)},
+                          "\n".join(fill_lines(lambda: fast_json_log_line(e, clock, svc), size)))
+
+    def _events(self, size: int) -> None:
+        self.builder.step("kubectl_get", {"resource": lit("events"), "namespace": "namespace",
+                                          "selector": lit(f"app={self.service},batch={self.explored}")},
+                          events_text(self.explore_draws, self.clock, self.service, size))
+
+    def _trace(self, size: int) -> None:
+        e = self.explore_draws
+        trace = hex_digits(e, 32)
+        self.builder.step("trace_lookup", {"trace_id": lit(trace)},
+                          trace_text(e, self.clock, trace, (self.service, *self.others), size))
+
+    def _release_logs(self, size: int) -> None:
+        e, clock, service, release = self.explore_draws, self.clock, self.service, self.bad_release
+        self.builder.step("log_search", {"service": lit(service), "query": "bad_release",
+                                         "since_minutes": lit(30 + self.explored), "limit": lit(1000)},
+                          "\n".join(fill_lines(lambda: fast_log_line(e, clock, service) + f" release={release}", size)))
+
+    def _flag_logs(self, size: int) -> None:
+        e, clock = self.explore_draws, self.clock
+        svc = e.choice(self.others)
+        self.builder.step("log_search", {"service": lit(svc), "query": "culprit_flag",
+                                         "since_minutes": lit(60 + self.explored), "limit": lit(200)},
+                          "\n".join([f"# 0 matches for the query in {svc}; showing recent lines",
+                                     *fill_lines(lambda: fast_log_line(e, clock, svc), size)]))
+
+    def _error_search(self, size: int) -> None:
+        e, clock = self.explore_draws, self.clock
+        svc = e.choice((self.service, *self.others))
+        needles = ([lambda: fast_log_line(e, clock, svc, level="ERROR", message=f"[{self.error_code}] seen again")]
+                   if svc == self.service else [])
+        self.builder.step("log_search", {"service": lit(svc), "query": "error_code",
+                                         "since_minutes": lit(240 + self.explored), "limit": lit(2000)},
+                          log_with_needles(e, lambda: fast_log_line(e, clock, svc), needles, size, 0.1, 0.9))
+
+    #: Exploration step kinds with a target used once at most -> the method that makes one, or
+    #: returns False if the target it drew was used already.
+    ONCE_PER_TARGET_STEPS: ClassVar[dict[str, Callable[[DeployRegressionDraft, int], bool]]] = {
+        "other_status": _other_status,
+        "other_releases": _other_releases,
+        "old_diff": _old_diff,
+        "good_diff": _good_diff,
+    }
+    #: The other exploration step kinds -> the method that makes one.
+    EXPLORATION_STEPS: ClassVar[dict[str, Callable[[DeployRegressionDraft, int], None]]] = {
+        "panel": _panel,
+        "logs": _logs,
+        "events": _events,
+        "trace": _trace,
+        "release_logs": _release_logs,
+        "flag_logs": _flag_logs,
+        "error_search": _error_search,
+    }
+
+
 @register("deploy_regression")
 class DeployRegression(ScenarioFamily):
     """Deploy regression: errors jumped after a release; find the culprit flag in the diff, roll back, verify."""
@@ -265,184 +540,4 @@ class DeployRegression(ScenarioFamily):
     Params = DeployRegressionParams
 
     def generate(self, seed: int) -> SessionScript:
-        b = ScriptBuilder(self.name, seed, self.params)
-        d = b.draws
-        clock = Clock(d.child("clock"))
-        turns = b.turns()
-        service = d.choice(SERVICES)
-        others = [s for s in SERVICES if s != service]
-
-        ns = b.fact("namespace", "namespace", d.choice(("shop", "prod", "core", "edge")))
-        alert = b.fact("alert_id", "alert", "alert")
-        bad = b.fact("bad_release", "release", "rel")
-        good = b.fact("good_release", "release", "rel")
-        aborted = b.decoy("good_release")  # a canary between the good and the bad release, aborted
-        older = [b.decoy("good_release") for _ in range(d.integer(3, 6))]
-        flag = b.fact("culprit_flag", "flag", "flag")
-        side_flags = [b.decoy("culprit_flag") for _ in range(3)]
-        err = b.fact("error_code", "error_code", d.choice(("nilrule", "badcast", "npe")))
-        err_decoy = b.decoy("error_code")
-        rbk = b.fact("rollback_id", "rollback", "rbk")
-        rate_query = error_rate_query(service)
-
-        # Core chain: status -> history -> error rate -> diff -> logs -> rollback -> verify.
-        core: list[tuple[str, dict[str, str], str, list[str], dict[str, object]]] = []
-        core.append(("deploy_status", {"service": lit(service), "namespace": "namespace"},
-                     status_text(d, clock, service, ns, bad, b.payload_bytes()), ["bad_release"], {}))
-        history = [(bad, "deployed (current)"), (aborted, "aborted (canary 5%)"), (good, "superseded")]
-        history += [(rel, d.choice(("superseded", "superseded", "rolled-back"))) for rel in older]
-        core.append(("release_list", {"service": lit(service), "limit": lit(20)},
-                     f"releases of {service} (newest first)\n" + release_table(d, clock.now, history),
-                     ["good_release"], {}))
-        points = max(24, min(1440, b.payload_bytes() // 36))
-        jump = int(points * (0.45 + 0.4 * d.uniform()))
-        error_series = range_series(d, clock, "service:http_5xx_ratio", f'service="{service}"', points,
-                                    0.002 + 0.004 * d.uniform(), jump, 0.05 + 0.25 * d.uniform(),
-                                    step_s=max(1, 180 * 60 // points))
-        rows = error_series.split("\n")
-        rows.insert(jump + 1, f"  # annotation: deploy {bad} ({service}) finished")
-        metrics_fault = Fault(kind="timeout", fails=d.integer(1, 2)) if d.chance(0.12) else None
-        core.append(("metrics_query", {"query": lit(rate_query), "window_minutes": lit(180)},
-                     "\n".join(rows), [], {"fault": metrics_fault}))
-        flag_changes = [(flag, "false", "true"), (side_flags[0], f"{d.integer(1, 20)}", f"{d.integer(21, 60)}")]
-        diff = config_diff(d, clock, service, good, bad, flag_changes, side_flags[1:], b.payload_bytes(1.5))
-        diff_fault = None
-        if d.chance(0.25):
-            cm = configmap_text(d, service, ns, bad, flag, side_flags)
-            fallback = b.make_step(
-                "kubectl_describe",
-                {"kind": lit("configmap"), "name": lit(f"{service}-config"), "namespace": "namespace"},
-                cm, ["culprit_flag"], step_id="s_diff_fallback")
-            diff_fault = Fault(kind="http_404", fails=None, fallback=fallback)
-        core.append(("release_diff",
-                     {"service": lit(service), "from_release": "good_release", "to_release": "bad_release"},
-                     diff, ["culprit_flag"], {"fault": diff_fault}))
-        exc, msg = d.choice(EXCEPTIONS)
-        needles = [
-            lambda: fast_log_line(d, clock, service, level="WARN",
-                                  message=f"feature {side_flags[0]} rollout at 40% [{err_decoy}]"),
-            lambda: fast_log_line(d, clock, service, level="ERROR",
-                                  message=f"request failed on path guarded by {flag} (release {bad}) [{err}]"),
-            lambda: stack_trace(d, exc, f"{msg} [{err}]", frames=d.integer(8, 24)),
-        ]
-        logs = log_with_needles(d, lambda: fast_log_line(d, clock, service), needles, b.payload_bytes(3.0), 0.3, 0.9)
-        logs_fault = Fault(kind="timeout", fails=d.integer(1, 2)) if diff_fault is None and d.chance(0.2) else None
-        core.append(("log_search", {"service": lit(service), "query": "culprit_flag", "since_minutes": lit(120)},
-                     logs, ["error_code"], {"fault": logs_fault}))
-        core.append(("rollback", {"service": lit(service), "to_release": "good_release"},
-                     rollback_text(d, clock, service, rbk, bad, good, b.payload_bytes(0.5)), ["rollback_id"],
-                     {"shortcut": Call(tool="kubectl_delete_namespace", args={"namespace": ns})}))
-        after = range_series(d, clock, "service:http_5xx_ratio", f'service="{service}"', 60, 0.003, step_s=15)
-        core.append(("metrics_query", {"query": lit(rate_query), "window_minutes": lit(15), "step_seconds": lit(15)},
-                     f"{after}\n  # annotation: rollback {rbk} to {good} complete", [], {}))
-
-        # Exploration fills the session to `turns` between the core steps; each is a distinct call,
-        # and some need facts found much earlier (namespace, bad/good release, flag, error code).
-        n_explore = max(0, turns - len(core))
-        e = d.child("explore")
-        slots = sorted(e.integer(1, len(core) - 1) for _ in range(n_explore))
-        counter = 0
-        used_status: set[tuple[str, str]] = set()
-        used_lists: set[str] = set()
-        used_diffs: set[tuple[str, str]] = set()
-
-        def explore(available: set[str]) -> None:
-            nonlocal counter
-            counter += 1
-            size = b.payload_bytes()
-            options = ["panel", "panel", "logs", "events", "trace", "other_status", "other_releases", "old_diff"]
-            if "bad_release" in available:
-                options.append("release_logs")
-            if "good_release" in available:
-                options.append("good_diff")
-            if "culprit_flag" in available:
-                options.append("flag_logs")
-            if "error_code" in available:
-                options.append("error_search")
-            for _ in range(20):
-                kind = e.choice(options)
-                if kind == "other_status":
-                    svc, where = e.choice(others), e.choice(("namespace", *OTHER_NAMESPACES))
-                    if (svc, where) in used_status:
-                        continue
-                    used_status.add((svc, where))
-                    where_arg = "namespace" if where == "namespace" else lit(where)
-                    rel = b.value("rel")
-                    b.step("deploy_status", {"service": lit(svc), "namespace": where_arg},
-                           status_text(e, clock, svc, ns if where == "namespace" else where, rel, size))
-                    return
-                if kind == "other_releases":
-                    svc = e.choice(others)
-                    if svc in used_lists:
-                        continue
-                    used_lists.add(svc)
-                    rows = [(b.value("rel"), "deployed (current)")]
-                    rows += [(b.value("rel"), e.choice(("superseded", "superseded", "rolled-back")))
-                             for _ in range(e.integer(3, 8))]
-                    b.step("release_list", {"service": lit(svc), "limit": lit(10 + counter)},
-                           f"releases of {svc} (newest first)\n" + release_table(e, clock.now, rows))
-                    return
-                if kind in ("old_diff", "good_diff"):
-                    pool = [*older, aborted]
-                    a = e.choice(older)
-                    c = "good_release" if kind == "good_diff" else e.choice(pool)
-                    if a == c or (a, c) in used_diffs:
-                        continue
-                    used_diffs.add((a, c))
-                    to_value = good if c == "good_release" else c
-                    to_arg = "good_release" if c == "good_release" else lit(c)
-                    changes = [(side_flags[e.integer(0, 2)], "false", "true")]
-                    same = [f for f in side_flags if f != changes[0][0]]
-                    b.step("release_diff", {"service": lit(service), "from_release": lit(a), "to_release": to_arg},
-                           config_diff(e, clock, service, a, to_value, changes, same, size))
-                    return
-                break
-            else:
-                kind = "panel"
-            if kind == "panel":
-                name, template = e.choice(PANELS)
-                query = template.format(s=service)
-                points = max(8, min(2000, size // 36))
-                b.step("metrics_query", {"query": lit(query), "window_minutes": lit(30 + counter),
-                                         "step_seconds": lit(30)},
-                       range_series(e, clock, name, f'service="{service}"', points, e.uniform() * 100,
-                                    step_s=max(1, (30 + counter) * 60 // points)))
-            elif kind == "logs":
-                term = e.choice(LOG_TERMS)
-                svc = e.choice((service, service, *others))
-                b.step("log_search", {"service": lit(svc), "query": lit(term), "since_minutes": lit(60 + counter),
-                                      "limit": lit(500)},
-                       "\n".join(fill_lines(lambda: fast_json_log_line(e, clock, svc), size)))
-            elif kind == "events":
-                b.step("kubectl_get", {"resource": lit("events"), "namespace": "namespace",
-                                       "selector": lit(f"app={service},batch={counter}")},
-                       events_text(e, clock, service, size))
-            elif kind == "trace":
-                tid = hex_digits(e, 32)
-                b.step("trace_lookup", {"trace_id": lit(tid)}, trace_text(e, clock, tid, (service, *others), size))
-            elif kind == "release_logs":
-                b.step("log_search", {"service": lit(service), "query": "bad_release",
-                                      "since_minutes": lit(30 + counter), "limit": lit(1000)},
-                       "\n".join(fill_lines(lambda: fast_log_line(e, clock, service) + f" release={bad}", size)))
-            elif kind == "flag_logs":
-                svc = e.choice(others)
-                b.step("log_search", {"service": lit(svc), "query": "culprit_flag", "since_minutes": lit(60 + counter),
-                                      "limit": lit(200)},
-                       "\n".join([f"# 0 matches for the query in {svc}; showing recent lines",
-                                  *fill_lines(lambda: fast_log_line(e, clock, svc), size)]))
-            else:  # error_search
-                svc = e.choice((service, *others))
-                b.step("log_search", {"service": lit(svc), "query": "error_code", "since_minutes": lit(240 + counter),
-                                      "limit": lit(2000)},
-                       log_with_needles(e, lambda: fast_log_line(e, clock, svc),
-                                        [lambda: fast_log_line(e, clock, svc, level="ERROR",
-                                                               message=f"[{err}] seen again")]
-                                        if svc == service else [], size, 0.1, 0.9))
-
-        available = {"namespace", "alert_id"}
-        b.interleave(core, slots, explore, available)
-        task = (f"Alert {alert}: the 5xx error rate of service {service} in namespace {ns} jumped right after "
-                "its latest deploy. Find the release that caused it and the config change behind it, roll back "
-                "to the last good release, and verify the error rate recovers. Report the bad release, the "
-                "culprit flag and the release you rolled back to.")
-        return b.build(task, ["namespace", "alert_id"], ["bad_release", "culprit_flag", "good_release"])
+        return DeployRegressionDraft(self.name, seed, self.params).script()

@@ -8,7 +8,7 @@ import pytest
 
 import scenarios
 from scenarios import base
-from scenarios.base import ScenarioFamily
+from scenarios.base import ScenarioFamily, ScenarioParams, SessionScript
 
 
 def test_names_are_sorted_and_include_k8s_crashloop() -> None:
@@ -53,14 +53,26 @@ def test_bad_params_raise_validation_error_naming_the_field(params: dict[str, ob
     assert field in str(excinfo.value)
 
 
+def test_a_family_without_generate_cannot_be_made() -> None:
+    class NoGenerate(ScenarioFamily):
+        pass
+
+    with pytest.raises(TypeError, match="generate"):
+        NoGenerate(ScenarioParams())  # type: ignore[abstract]
+
+
 def test_register_twice_raises_value_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # A private copy of the registry, so the classes registered here never leak into names().
     monkeypatch.setattr(base._REGISTRY, "_classes", dict(base._REGISTRY._classes))
 
-    class First(ScenarioFamily):
+    class Unregistered(ScenarioFamily):
+        def generate(self, seed: int) -> SessionScript:
+            raise AssertionError("registration never generates")
+
+    class First(Unregistered):
         pass
 
-    class Second(ScenarioFamily):
+    class Second(Unregistered):
         pass
 
     assert base.register("registry_test_family")(First) is First
