@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
-from reports.plots import OKABE_ITO, _figure, _no_data, _style, _thousands, save_png
+from reports.plots import OKABE_ITO, new_figure, no_data, plot_style, save_png, thousands
 from reports.stats import CONFIDENCE, Metric, bootstrap, rng_for
 
 #: The recall ratios of P6 are taken against this length ("4K" in mock-model.md 11).
@@ -233,8 +233,8 @@ def length_figure(length_curve: pd.DataFrame, probes: pd.DataFrame) -> Figure:
     """Recall against context length (log x): the formula's mean over x in [0.1, 0.9] per profile, the
     probe recall per (profile, length) with 95% Wilson intervals, and the published points that have a
     length and average over depth."""
-    with _style():
-        fig, ax = _figure()
+    with plot_style():
+        fig, ax = new_figure()
         ax.set_title("Recall of one visible fact against context length")
         ax.set_xlabel("prompt length L (tokens, log scale)")
         ax.set_ylabel("recall (needle x uniform in [0.1, 0.9])")
@@ -255,10 +255,10 @@ def length_figure(length_curve: pd.DataFrame, probes: pd.DataFrame) -> Figure:
         absolute = [p for p in PUBLISHED_POINTS if p.length is not None and p.position is None]
         key = _published(ax, absolute, "length")
         if not ax.lines and not ax.collections:
-            _no_data(ax, "no curves or probes")
+            no_data(ax, "no curves or probes")
             return fig
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+        ax.xaxis.set_major_formatter(FuncFormatter(thousands))
         ax.set_ylim(0, 1.02)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.text(0.01, 0.02, "NoLiMa 'base' scores drawn at 1K (no length quoted); Context Rot's focused score has "
@@ -270,8 +270,8 @@ def length_figure(length_curve: pd.DataFrame, probes: pd.DataFrame) -> Figure:
 def position_figure(position_curve: pd.DataFrame, probes: pd.DataFrame, *, bins: int = 8) -> Figure:
     """Recall against the needle's position x at one length: the formula per profile, the probes at
     that length binned by x (95% Wilson intervals), and Lost in the Middle's first and middle points."""
-    with _style():
-        fig, ax = _figure()
+    with plot_style():
+        fig, ax = new_figure()
         lengths = sorted({int(v) for v in position_curve.get("length", [])})
         at = f" at L = {kilo(lengths[0])}" if len(lengths) == 1 else ""
         ax.set_title(f"Recall of one visible fact against its position{at}")
@@ -303,7 +303,7 @@ def position_figure(position_curve: pd.DataFrame, probes: pd.DataFrame, *, bins:
                 _errorbar(ax, xs, ys, lows, highs, colours[name], f"{name}: probes (95% Wilson)")
         key = _published(ax, [p for p in PUBLISHED_POINTS if p.position is not None], "position")
         if not names and probes.empty:
-            _no_data(ax, "no curves or probes")
+            no_data(ax, "no curves or probes")
             return fig
         ax.set_xlim(-0.02, 1.02)
         ax.set_ylim(0, 1.02)
@@ -323,8 +323,8 @@ def _litm_ratio() -> float:
 def ratio_figure(length_curve: pd.DataFrame, probes: pd.DataFrame, reference: int = REFERENCE_LENGTH) -> Figure:
     """Recall at L over recall at 4K, per profile: the formula, the probes with paired bootstrap
     intervals, the published ratios (Context Rot's over its focused prompt), and P6's acceptance bands."""
-    with _style():
-        fig, ax = _figure()
+    with plot_style():
+        fig, ax = new_figure()
         ax.set_title(f"Context rot: recall(L) / recall({kilo(reference)})")
         ax.set_xlabel("prompt length L (tokens, log scale)")
         ax.set_ylabel(f"recall relative to L = {kilo(reference)}")
@@ -360,7 +360,7 @@ def ratio_figure(length_curve: pd.DataFrame, probes: pd.DataFrame, reference: in
                               label=f"{r.source}: {r.model} {r.ratio:.3f} (vs {r.reference})"))
         key.append(Line2D([], [], color="#888888", linewidth=9, alpha=0.3, label="P6 acceptance band"))
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+        ax.xaxis.set_major_formatter(FuncFormatter(thousands))
         ax.set_ylim(0, 1.1)
         ax.text(0.01, 0.02, "Context Rot's ratio is full (~113K) over its focused prompt, whose length is not "
                 f"stated; the others are over {kilo(reference)}.", transform=ax.transAxes, fontsize=7,

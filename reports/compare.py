@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from reports import stats
-from reports.render import ReportInputError, check_run_dir, format_diff, format_interval, format_value, is_share
+from reports.inputs import ReportInputError, check_run_dir
 from reports.stats import METRICS, Metric
+from reports.tables import format_diff, format_interval, format_value, is_share
 
 _AMOUNT = re.compile(r"([+-])((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(pp|%)?")
 #: Differences within this (relative) margin of a threshold do not cross it: float noise, not a change.
@@ -31,6 +32,7 @@ _EPS = 1e-9
 
 
 def unknown_metric(name: str) -> ReportInputError:
+    """The error for a metric name that is not one of ``reports.stats.METRICS``."""
     return ReportInputError(f"unknown metric {name!r} (known: {', '.join(METRICS)})")
 
 
@@ -177,8 +179,8 @@ class CompareResult:
 def _row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, resamples: int,
          seed: int) -> dict[str, Any]:
     row: dict[str, Any] = {"metric": metric.name, "strategy": strategy, "n_a": len(a), "n_b": len(b)}
-    va, da = stats._arrays(a, metric)
-    vb, db = stats._arrays(b, metric)
+    va, da = stats.metric_arrays(a, metric)
+    vb, db = stats.metric_arrays(b, metric)
     # Distinct streams for A and B (the generator key reads only the first bytes of each part), so
     # even two identical runs are resampled independently.
     rng_a = stats.rng_for(seed, "A", "compare", metric.name, strategy)
@@ -190,10 +192,10 @@ def _row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, res
     if len(a) == 0 or len(b) == 0:
         return row | {"diff": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "excludes_zero": False}
     # Fresh generators of the same streams: the difference's resamples are those behind each run's CI.
-    stat = stats._statistic(metric)
+    stat = stats.statistic(metric)
     idx_a = stats.rng_for(seed, "A", "compare", metric.name, strategy).integers(0, len(a), size=(resamples, len(a)))
     idx_b = stats.rng_for(seed, "B", "compare", metric.name, strategy).integers(0, len(b), size=(resamples, len(b)))
-    low, high = stats._interval(stat(vb, db, idx_b) - stat(va, da, idx_a), stats.CONFIDENCE)
+    low, high = stats.percentile_interval(stat(vb, db, idx_b) - stat(va, da, idx_a), stats.CONFIDENCE)
     return row | {"diff": row["b"] - row["a"], "ci_low": low, "ci_high": high,
                   "excludes_zero": bool(low > 0 or high < 0)}
 

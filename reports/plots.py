@@ -143,13 +143,16 @@ def strategies_of(*frames: pd.DataFrame) -> list[str]:
 
 
 @contextmanager
-def _style() -> Iterator[None]:
+def plot_style() -> Iterator[None]:
+    """Draw (and save) inside this to get the reports' fixed look whatever the user's matplotlibrc:
+    every figure of every reports module is made under it."""
     # "default" resets every rcParam to matplotlib's defaults before ours apply (see _RC).
     with matplotlib.style.context("default"), matplotlib.rc_context(cast(Any, _RC)):
         yield
 
 
-def _figure() -> tuple[Figure, Axes]:
+def new_figure() -> tuple[Figure, Axes]:
+    """A figure of the fixed report size on the Agg canvas (no pyplot), with one axes."""
     fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -166,7 +169,8 @@ def _has(frame: pd.DataFrame, *columns: str) -> bool:
     return not frame.empty and all(c in frame.columns for c in columns)
 
 
-def _no_data(ax: Axes, message: str) -> None:
+def no_data(ax: Axes, message: str) -> None:
+    """Say ``message`` in the middle of an empty ``ax`` instead of drawing empty axes."""
     ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", color="#555555")
     ax.set_xticks([])
     ax.set_yticks([])
@@ -179,7 +183,8 @@ def _legend(fig: Figure, ax: Axes, title: str = "strategy") -> None:
         fig.legend(handles, labels, loc="outside right upper", title=title, frameon=False)
 
 
-def _thousands(value: float, _pos: int) -> str:
+def thousands(value: float, _pos: int) -> str:
+    """A tick formatter (for ``FuncFormatter``): 1500 -> "1.5K", 2000000 -> "2M"."""
     if abs(value) >= 1_000_000:
         return f"{value / 1_000_000:g}M"
     if abs(value) >= 1_000:
@@ -192,7 +197,8 @@ def _thousands(value: float, _pos: int) -> str:
 MAX_LABEL = 28
 
 
-def _label(name: str, limit: int = MAX_LABEL) -> str:
+def short_label(name: str, limit: int = MAX_LABEL) -> str:
+    """``name`` cut to ``limit`` characters (an ellipsis marks the cut) for a legend, title or tick label."""
     return name if len(name) <= limit else name[:limit - 1] + "…"
 
 
@@ -221,15 +227,15 @@ def context_tokens_by_turn(calls: pd.DataFrame, *,
     title = "Context size per agent call, by turn"
     xlabel = "turn (n-th agent call of the session)"
     ylabel = "context tokens per call (tokens)"
-    with _style():
+    with plot_style():
         needed = ("strategy", "scenario", "session_index", "call_index", "call_kind", "context_tokens")
         agent = calls[calls["call_kind"] == "agent"] if _has(calls, *needed) else pd.DataFrame()
         if agent.empty:
-            fig, ax = _figure()
+            fig, ax = new_figure()
             fig.suptitle(title, fontweight="bold", fontsize=12)
             fig.supxlabel(xlabel, fontsize=10)
             fig.supylabel(ylabel, fontsize=10)
-            _no_data(ax, "no agent calls in this run")
+            no_data(ax, "no agent calls in this run")
             return fig
         session = ["strategy", "scenario", "session_index"]
         agent = agent.sort_values([*session, "call_index"], kind="stable")
@@ -256,13 +262,13 @@ def context_tokens_by_turn(calls: pd.DataFrame, *,
                             alpha=0.25, linewidth=0)
             ax.plot(turns, stats["median"].to_numpy(), linewidth=1.8, **_style_kw(style))
             # Five panels a row leave about 150 px per title: regular weight and a shorter cut.
-            ax.set_title(_label(strategy, 22), fontsize=9, fontweight="normal")
+            ax.set_title(short_label(strategy, 22), fontsize=9, fontweight="normal")
             ax.tick_params(labelsize=8)
         for ax in axes[len(curves):]:
             ax.set_visible(False)
         axes[0].set_xlim(left=1)
         axes[0].set_ylim(bottom=0)
-        axes[0].yaxis.set_major_formatter(FuncFormatter(_thousands))
+        axes[0].yaxis.set_major_formatter(FuncFormatter(thousands))
         fig.suptitle(title, fontweight="bold", fontsize=12)
         fig.supxlabel(xlabel, fontsize=10)
         fig.supylabel(ylabel, fontsize=10)
@@ -279,13 +285,13 @@ def _ecdf(sessions: pd.DataFrame, column: str, *, title: str, xlabel: str, empty
           styles: dict[str, StrategyStyle] | None, log_x: bool,
           x_format: Callable[[float, int], str]) -> Figure:
     styles = _styles_for([sessions], styles)
-    with _style():
-        fig, ax = _figure()
+    with plot_style():
+        fig, ax = new_figure()
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("share of sessions at or below x")
         if not _has(sessions, "strategy", column):
-            _no_data(ax, empty)
+            no_data(ax, empty)
             return fig
         positive = True
         for strategy, group in sessions.groupby("strategy", sort=True):
@@ -297,7 +303,7 @@ def _ecdf(sessions: pd.DataFrame, column: str, *, title: str, xlabel: str, empty
             shares = np.arange(1, values.size + 1) / values.size
             # Start the step at share 0 so a single-session strategy still draws a visible step.
             ax.step(np.concatenate([values[:1], values]), np.concatenate([[0.0], shares]), where="post",
-                    label=_label(str(strategy)), linewidth=1.6, **_style_kw(styles[str(strategy)]))
+                    label=short_label(str(strategy)), linewidth=1.6, **_style_kw(styles[str(strategy)]))
         # Token totals span decades across strategies (a window vs. unbounded); a log axis keeps the
         # small-context strategies from collapsing against the y axis.
         if log_x and positive and ax.lines:
@@ -313,7 +319,7 @@ def ecdf_input_tokens(sessions: pd.DataFrame, *, styles: dict[str, StrategyStyle
     """ECDF of the input tokens billed per session (all model calls), per strategy."""
     return _ecdf(sessions, "input_tokens", title="Input tokens per session (ECDF)",
                  xlabel="input tokens per session (tokens, log scale)", empty="no sessions in this run",
-                 styles=styles, log_x=True, x_format=_thousands)
+                 styles=styles, log_x=True, x_format=thousands)
 
 
 def ecdf_latency(sessions: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None) -> Figure:
@@ -333,15 +339,15 @@ def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyS
     """Tool-syntax error rate (share of agent calls whose output was malformed) per context-size
     bucket of the call's input tokens, per strategy."""
     styles = _styles_for([calls], styles)
-    with _style():
-        fig, ax = _figure()
+    with plot_style():
+        fig, ax = new_figure()
         ax.set_title("Tool-syntax errors by context size")
         ax.set_xlabel(f"input tokens of the agent call (buckets with fewer than {min_calls} calls omitted)")
         ax.set_ylabel("malformed agent calls (% of calls)")
         needed = ("strategy", "call_kind", "input_tokens", "malformed_kind")
         agent = calls[calls["call_kind"] == "agent"] if _has(calls, *needed) else pd.DataFrame()
         if agent.empty:
-            _no_data(ax, "no agent calls in this run")
+            no_data(ax, "no agent calls in this run")
             return fig
         agent = agent.assign(bucket=_bucket_of(agent["input_tokens"]),
                              malformed=agent["malformed_kind"].fillna("").astype(str) != "")
@@ -358,7 +364,7 @@ def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyS
             x = rates.index.to_numpy(dtype=float) + offsets[str(strategy)]
             # Unclipped: a 0% rate sits on the x axis and would otherwise lose half its marker.
             ax.plot(x, rates["mean"].to_numpy(), marker=style.marker, markersize=5, linewidth=1.2, clip_on=False,
-                    label=_label(str(strategy)), **_style_kw(style))
+                    label=short_label(str(strategy)), **_style_kw(style))
         ax.set_xticks(range(len(CONTEXT_BUCKETS)), [label for _low, _high, label in CONTEXT_BUCKETS])
         ax.set_xlim(-0.5, len(CONTEXT_BUCKETS) - 0.5)
         ax.set_ylim(bottom=0)
@@ -384,7 +390,7 @@ def _name_points(ax: Axes, points: list[tuple[str, float, float]]) -> None:
                 if not any(c[1][0] < b[2] and b[0] < c[1][2] and c[1][1] < b[3] and b[1] < c[1][3] for b in boxes)]
         dy_points, box = (free or candidates)[0]
         boxes.append(box)
-        ax.annotate(_label(name, 22), (x, y), xytext=(5, dy_points), textcoords="offset points", fontsize=8,
+        ax.annotate(short_label(name, 22), (x, y), xytext=(5, dy_points), textcoords="offset points", fontsize=8,
                     color="#333333")
 
 
@@ -393,8 +399,8 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
     """One point per strategy at (success rate, mean cost per session), with the 95% bootstrap
     confidence interval of each as whiskers (from :func:`reports.stats.headline`)."""
     styles = _styles_for([sessions], styles)
-    with _style():
-        fig, ax = _figure()
+    with plot_style():
+        fig, ax = new_figure()
         ax.set_title("Cost against success, per strategy (95% CI)")
         ax.set_xlabel("success rate (% of sessions; higher is better)")
         ax.set_ylabel("mean cost per session (USD; lower is better)")
@@ -402,7 +408,7 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
             needed = ("strategy", "outcome", "loop_detected", *_HEADLINE_COLUMNS)
             headline = compute_headline(sessions) if _has(sessions, *needed) else pd.DataFrame()
         if not _has(headline, "strategy", "metric", "value", "ci_low", "ci_high"):
-            _no_data(ax, "no sessions in this run")
+            no_data(ax, "no sessions in this run")
             return fig
         table = headline[headline["metric"].isin(["success_rate", "cost_per_session"])]
         wide = table.pivot(index="strategy", columns="metric", values=["value", "ci_low", "ci_high"])
@@ -425,13 +431,13 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
             style = styles[strategy]
             bars = ax.errorbar([x], [y], xerr=np.nan_to_num(xerr), yerr=np.nan_to_num(yerr), fmt=style.marker,
                                color=style.colour, markersize=7, elinewidth=1.0, capsize=3, alpha=0.9,
-                               label=_label(strategy))
+                               label=short_label(strategy))
             for whisker in bars.lines[2]:
                 # Strategies that share a colour also differ in whisker style, not only in marker.
                 whisker.set_linestyle(cast(Any, style.linestyle))
             points.append((strategy, x, y))
         if not ax.lines:
-            _no_data(ax, "no strategy has a success rate and a cost")
+            no_data(ax, "no strategy has a success rate and a cost")
             return fig
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         # Success is a share: never show room below 0% or above 100%.
@@ -468,13 +474,13 @@ def _text_colour(hex_colour: str) -> str:
 
 def outcome_mix(sessions: pd.DataFrame) -> Figure:
     """Stacked horizontal bars: the share of each outcome among each strategy's sessions."""
-    with _style():
-        fig, ax = _figure()
+    with plot_style():
+        fig, ax = new_figure()
         ax.set_title("Session outcomes per strategy")
         ax.set_xlabel("share of sessions (%)")
         ax.set_ylabel("strategy")
         if not _has(sessions, "strategy", "outcome"):
-            _no_data(ax, "no sessions in this run")
+            no_data(ax, "no sessions in this run")
             return fig
         shares = outcome_shares(sessions)
         shares.index = shares.index.map(str)
@@ -496,7 +502,7 @@ def outcome_mix(sessions: pd.DataFrame) -> Figure:
                     ax.text(start + share / 2, yi, f"{share:.0%}", ha="center", va="center", fontsize=8,
                             color=_text_colour(colour))
             left += values
-        ax.set_yticks(y, [_label(name) for name in shares.index])
+        ax.set_yticks(y, [short_label(name) for name in shares.index])
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0))
@@ -511,7 +517,7 @@ def outcome_mix(sessions: pd.DataFrame) -> Figure:
 def save_png(fig: Figure, path: Path) -> Path:
     """Write ``fig`` as a PNG with no embedded software version or date, so equal inputs give equal bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _style():
+    with plot_style():
         fig.savefig(path, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
     return path
 

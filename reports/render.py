@@ -2,15 +2,14 @@
 from the network) and ``report.md`` (the same tables, with links to ``plots/*.png``).
 
 Reads only the run directory (``config.toml``, ``manifest.json``, ``sessions.parquet``,
-``calls.parquet``), so a run copied to a laptop renders without any runtime state.
+``calls.parquet``), so a run copied to a laptop renders without any runtime state. ``SECTIONS`` declares
+the report's sections once, in order; both formats are built from it.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,79 +18,29 @@ import numpy as np
 import pandas as pd
 
 from harness.core.files import write_atomically
+from harness.core.rundir import CALLS_TABLE, CONFIG_FILE, PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
 from reports import stats
-from reports.stats import METRICS, Metric
+from reports.inputs import FORMATS, ReportInputError, check_formats, check_run_dir, read_manifest
+from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
+from reports.stats import METRICS
+from reports.tables import Cell, Table, format_diff, format_interval, interval_cell, is_share
 
-FORMATS = ("html", "md")
-SESSIONS_TABLE, CALLS_TABLE, MANIFEST, CONFIG = "sessions.parquet", "calls.parquet", "manifest.json", "config.toml"
-
-
-class ReportInputError(ValueError):
-    """The report or compare cannot start from what it was given (not a run directory, an unknown
-    format): one line naming the problem."""
-
-
-def check_run_dir(run_dir: str | Path) -> Path:
-    """``run_dir`` as a Path when it holds a finished run's tables; else a ReportInputError."""
-    path = Path(run_dir)
-    if not path.exists():
-        raise ReportInputError(f"{path}: no such directory")
-    if not path.is_dir():
-        raise ReportInputError(f"{path}: not a directory")
-    if not (path / SESSIONS_TABLE).is_file():
-        raise ReportInputError(f"{path}: not a finished run directory (no {SESSIONS_TABLE}; run `ctxbench run` "
-                               "into it to finish it)")
-    return path
-
-
-def check_formats(formats: Iterable[str]) -> tuple[str, ...]:
-    chosen = tuple(dict.fromkeys(f.strip().lower() for f in formats if f.strip()))
-    unknown = [f for f in chosen if f not in FORMATS]
-    if unknown:
-        raise ReportInputError(f"unknown report format {unknown[0]!r} (known: {', '.join(FORMATS)})")
-    if not chosen:
-        raise ReportInputError(f"no report format given (known: {', '.join(FORMATS)})")
-    return chosen
-
-
-# Number formatting, shared with the compare table ---------------------------------------------------
-
-
-def is_share(metric: Metric) -> bool:
-    return metric.unit.startswith("share")
-
-
-def format_value(metric: Metric, value: float) -> str:
-    if value is None or not np.isfinite(value):
-        return "n/a"
-    if is_share(metric):
-        return f"{value * 100:.2f}%"
-    if metric.unit == "tokens":
-        return f"{value:,.0f}"
-    if metric.unit == "USD":
-        return f"${value:,.4f}"
-    if metric.unit.startswith("s "):
-        return f"{value:,.1f} s"
-    return f"{value:,.4g}"
-
-
-def format_diff(metric: Metric, value: float) -> str:
-    if value is None or not np.isfinite(value):
-        return "n/a"
-    if is_share(metric):
-        return f"{value * 100:+.2f} pp"
-    if metric.unit == "tokens":
-        return f"{value:+,.0f}"
-    if metric.unit == "USD":
-        return f"{'-' if value < 0 else '+'}${abs(value):,.4f}"
-    if metric.unit.startswith("s "):
-        return f"{value:+,.1f} s"
-    return f"{value:+,.4g}"
-
-
-def format_interval(metric: Metric, low: float, high: float, *, diff: bool = False) -> str:
-    fmt = format_diff if diff else format_value
-    return f"[{fmt(metric, low)}, {fmt(metric, high)}]"
+# The CLI imports the input checks from here (they live in reports.inputs).
+__all__ = [
+    "FORMATS",
+    "PLOTS",
+    "SECTIONS",
+    "Plot",
+    "ReportData",
+    "ReportInputError",
+    "Section",
+    "check_formats",
+    "check_run_dir",
+    "collect",
+    "render_html",
+    "render_markdown",
+    "write_report",
+]
 
 
 # What the report is made of -------------------------------------------------------------------------
@@ -99,6 +48,8 @@ def format_interval(metric: Metric, low: float, high: float, *, diff: bool = Fal
 
 @dataclass(frozen=True)
 class Plot:
+    """One of the report's plots: its file name (without ``.png``), its title and how to read it."""
+
     name: str
     title: str
     how: str
@@ -126,37 +77,14 @@ PLOTS: tuple[Plot, ...] = (
 )
 PLOT_BY_NAME = {p.name: p for p in PLOTS}
 
-HOW_TO_READ = {
-    "run": "What was run: the resolved config (every default filled in), the model profile, the root seed and "
-           "the checksums of the tables. Two runs with the same config hash replay the same sessions.",
-    "headline": "One row per strategy, one column per headline metric, over all of that strategy's sessions. "
-                "The small line under each value is its 95% bootstrap confidence interval (sessions resampled "
-                "with replacement). Overlapping intervals do not mean 'no difference': use the paired table "
-                "for that.",
-    "paired": "Each strategy minus the baseline, over the very same sessions (every strategy replays the same "
-              "scripts), with a 95% bootstrap interval of the difference. Pairing removes the session-to-session "
-              "noise, so these intervals are much narrower than the headline ones. Green: the interval excludes "
-              "zero and the strategy is better; red: it excludes zero and the strategy is worse; uncoloured: "
-              "no detectable difference at this sample size.",
-    "plots": "Distributions behind the headline numbers. Each plot has its own note on how to read it.",
-    "breakdowns": "The same sessions split up: by how they ended, by scenario family, and by the loop rule that "
-                  "fired. Shares are of the strategy's sessions; a family with few sessions is noisy.",
-}
-
-SECTIONS = (
-    ("run", "Run"),
-    ("headline", "Headline metrics"),
-    ("paired", "Paired differences against the baseline"),
-    ("plots", "Plots"),
-    ("breakdowns", "Breakdowns"),
-)
-
 
 @dataclass(frozen=True)
 class ReportData:
+    """Everything the report shows, computed from a run directory by :func:`collect`."""
+
     run_dir: Path
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     config_text: str
     sessions: pd.DataFrame
     strategies: list[str]
@@ -174,12 +102,10 @@ class ReportData:
     plots_note: str = ""
 
 
-def _strategy_order(sessions: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
+def _strategy_order(sessions: pd.DataFrame, manifest: Manifest) -> list[str]:
     """The strategies in config order (from the manifest), then any others by name."""
     present = set(sessions["strategy"]) if not sessions.empty else set()
-    entries = manifest.get("variants") or manifest.get("strategies") or []
-    listed = [str(s.get("label") or s.get("name")) for s in entries if isinstance(s, dict)]
-    ordered = [s for s in dict.fromkeys(listed) if s in present]
+    ordered = [s for s in manifest.strategy_order() if s in present]
     return ordered + sorted(present - set(ordered))
 
 
@@ -197,20 +123,21 @@ def collect(run_dir: str | Path, *, baseline: str = "unbounded", plots_dir: Path
     """Everything the report shows: tables and statistics computed, plots written to ``plots_dir``
     (no plots when it is None or the run has no sessions)."""
     path = check_run_dir(run_dir)
-    manifest_path = path / MANIFEST
-    manifest: dict[str, Any] = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    config_path = path / CONFIG
+    manifest = read_manifest(path)
+    run_id = manifest.run_id or path.name
+    config_path = path / CONFIG_FILE
     config_text = config_path.read_text() if config_path.is_file() else ""
     sessions = stats.load_sessions(path)
     strategies = _strategy_order(sessions, manifest)
     chosen, note = _choose_baseline(strategies, baseline)
     if sessions.empty:
         empty = pd.DataFrame()
-        return ReportData(path, str(manifest.get("run_id") or path.name), manifest, config_text, sessions,
-                          strategies, chosen, note, empty, empty, empty, empty, empty, {})
+        return ReportData(path, run_id, manifest, config_text, sessions, strategies, chosen, note, empty, empty, empty,
+                          empty, empty, {})
     head = stats.headline(sessions)
     pair = stats.paired(sessions, chosen) if len(strategies) > 1 else pd.DataFrame()
-    # Imported here: reports.sweep builds its page from this module's helpers.
+    # Imported here, as write_plots below: they load matplotlib, which `ctxbench compare` (it imports this
+    # module's checks) does not need.
     from reports.sweep import is_sweep, report_plot_variants
 
     sweep = is_sweep(sessions)
@@ -229,7 +156,7 @@ def collect(run_dir: str | Path, *, baseline: str = "unbounded", plots_dir: Path
         plots_dir.mkdir(parents=True, exist_ok=True)
         plots = dict(write_plots(plot_sessions, calls, plots_dir, headline=plot_head))
     return ReportData(
-        run_dir=path, run_id=str(manifest.get("run_id") or path.name), manifest=manifest, config_text=config_text,
+        run_dir=path, run_id=run_id, manifest=manifest, config_text=config_text,
         sessions=sessions, strategies=strategies, baseline=chosen, baseline_note=note, headline=head,
         paired=pair, outcomes=stats.outcome_shares(sessions), families=stats.breakdown(sessions, "family"),
         loops=stats.loop_rules(sessions), plots=plots, sweep=sweep, plots_note=plots_note,
@@ -242,73 +169,31 @@ def _only(frame: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
     return kept.assign(strategy=kept["strategy"].map(names))
 
 
-def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str = "unbounded") -> list[Path]:
-    """Write ``plots/*.png`` and the chosen formats (``report.html``, ``report.md``) into ``run_dir``;
-    returns the report files written. A sweep run also gets its sweep page (``sweep.html``, ``sweep.md``,
-    ``plots/sweep-*.png``; see :mod:`reports.sweep`), linked from the report and listed after it."""
-    chosen = check_formats(formats)
-    path = check_run_dir(run_dir)
-    data = collect(path, baseline=baseline, plots_dir=path / "plots")
-    written = []
-    if "html" in chosen:
-        target = path / "report.html"
-        write_atomically(target, render_html(data).encode())
-        written.append(target)
-    if "md" in chosen:
-        target = path / "report.md"
-        write_atomically(target, render_markdown(data).encode())
-        written.append(target)
-    if data.sweep:
-        from reports.sweep import write_sweep_page
-
-        written += write_sweep_page(path, chosen, headline=data.headline)
-    return written
+# Tables -----------------------------------------------------------------------------------------------
 
 
-# Table models shared by both formats ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cell:
-    text: str
-    sub: str = ""
-    css: str = ""
-    #: A second small line above ``sub`` (a relative change).
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Table:
-    id: str
-    header: list[str]
-    rows: list[list[Cell]]
-    #: Numbers are right-aligned; text tables (the manifest, the strategies) are not.
-    numeric: bool = True
-
-
-def _run_rows(data: ReportData) -> list[tuple[str, str]]:
+def manifest_table(data: ReportData) -> Table:
+    """What was run, as field and value rows (empty fields left out)."""
     m = data.manifest
-    model = m.get("model")
-    model_name = model.get("name") if isinstance(model, dict) else model
-    rows_count = m.get("rows") or {}
     items: list[tuple[str, Any]] = [
         ("run id", data.run_id),
-        ("ctxbench version", m.get("ctxbench_version")),
-        ("git sha", m.get("git_sha")),
-        ("python / platform", " / ".join(str(x) for x in (m.get("python"), m.get("platform")) if x)),
-        ("root seed", m.get("root_seed")),
-        ("config hash", str(m.get("config_hash") or "")[:12]),
-        ("model profile", model_name),
-        ("started / finished", " / ".join(str(x) for x in (m.get("started"), m.get("finished")) if x)),
-        ("shard", m.get("shard")),
-        ("merged from", ", ".join(m.get("merged_from") or [])),
+        ("ctxbench version", m.ctxbench_version),
+        ("git sha", m.git_sha),
+        ("python / platform", " / ".join(str(x) for x in (m.python, m.platform) if x)),
+        ("root seed", m.root_seed),
+        ("config hash", str(m.config_hash or "")[:12]),
+        ("model profile", m.model_name),
+        ("started / finished", " / ".join(str(x) for x in (m.started, m.finished) if x)),
+        ("shard", m.shard),
+        ("merged from", ", ".join(m.merged_from or [])),
         ("sessions per strategy", ", ".join(f"{s}: {n}" for s, n in
                                             data.sessions.groupby("strategy").size().items())
          if not data.sessions.empty else "0"),
-        ("table rows", ", ".join(f"{k}: {v:,}" for k, v in rows_count.items())),
+        ("table rows", ", ".join(f"{k}: {v:,}" for k, v in m.rows.items())),
         ("baseline", data.baseline),
     ]
-    return [(k, str(v)) for k, v in items if v not in (None, "")]
+    rows = [[Cell(k), Cell(str(v))] for k, v in items if v not in (None, "")]
+    return Table("manifest-table", ["field", "value"], rows, numeric=False)
 
 
 def _params_text(entry: dict[str, Any], skip: Iterable[str]) -> str:
@@ -318,24 +203,21 @@ def _params_text(entry: dict[str, Any], skip: Iterable[str]) -> str:
 
 
 def strategies_table(data: ReportData) -> Table:
-    rows = []
-    for entry in data.manifest.get("strategies") or []:
-        if isinstance(entry, dict):
-            rows.append([Cell(str(entry.get("label") or entry.get("name"))), Cell(str(entry.get("name"))),
-                         Cell(_params_text(entry, ("label", "name")))])
+    """One row per configured strategy: its label, its registered name, its params and switches."""
+    rows = [[Cell(str(entry.get("label") or entry.get("name"))), Cell(str(entry.get("name"))),
+             Cell(_params_text(entry, ("label", "name")))] for entry in data.manifest.strategies]
     return Table("strategies-table", ["strategy", "name", "parameters and switches"], rows, numeric=False)
 
 
 def scenarios_table(data: ReportData) -> Table:
-    rows = []
-    for entry in data.manifest.get("scenarios") or []:
-        if isinstance(entry, dict):
-            rows.append([Cell(str(entry.get("name"))), Cell(str(entry.get("weight", ""))),
-                         Cell(_params_text(entry, ("name", "weight")))])
+    """One row per scenario family of the mix: its name, weight and params."""
+    rows = [[Cell(str(entry.get("name"))), Cell(str(entry.get("weight", ""))),
+             Cell(_params_text(entry, ("name", "weight")))] for entry in data.manifest.scenarios]
     return Table("scenarios-table", ["scenario", "weight", "parameters"], rows, numeric=False)
 
 
 def headline_table(data: ReportData) -> Table:
+    """A row per strategy, a column per headline metric: the value with its 95% interval."""
     header = ["strategy", *(m.label for m in METRICS.values())]
     rows = []
     indexed = data.headline.set_index(["strategy", "metric"]) if not data.headline.empty else None
@@ -346,12 +228,14 @@ def headline_table(data: ReportData) -> Table:
                 row.append(Cell("n/a"))
                 continue
             r = indexed.loc[(strategy, metric.name)]
-            row.append(Cell(format_value(metric, r["value"]), sub=format_interval(metric, r["ci_low"], r["ci_high"])))
+            row.append(interval_cell(metric, r["value"], r["ci_low"], r["ci_high"]))
         rows.append(row)
     return Table("headline-table", header, rows)
 
 
 def paired_table(data: ReportData) -> Table:
+    """A row per strategy but the baseline: each metric's paired difference against the baseline, its
+    interval, and the colour of a difference whose interval excludes zero."""
     header = ["strategy", *(m.label for m in METRICS.values())]
     rows: list[list[Cell]] = []
     if data.paired.empty:
@@ -381,6 +265,7 @@ def _pct(x: float) -> str:
 
 
 def outcomes_table(data: ReportData) -> Table:
+    """A row per strategy: the share of its sessions that ended in each outcome."""
     shares = data.outcomes
     columns = [str(c) for c in shares.columns]
     rows = [[Cell(str(strategy), css="name"), *(Cell(_pct(float(shares.loc[strategy, c]))) for c in shares.columns)]
@@ -389,6 +274,7 @@ def outcomes_table(data: ReportData) -> Table:
 
 
 def families_table(data: ReportData) -> Table:
+    """A row per (strategy, scenario family): sessions, success rate, context tokens and cost."""
     frame = data.families
     rows = [[Cell(str(r["strategy"]), css="name"), Cell(str(r["family"])), Cell(f"{int(r['sessions'])}"),
              Cell(_pct(float(r["success_rate"]))), Cell(f"{r['context_tokens_mean']:,.0f}"),
@@ -399,6 +285,7 @@ def families_table(data: ReportData) -> Table:
 
 
 def loops_table(data: ReportData) -> Table:
+    """A row per strategy: the share of its sessions stopped by each loop rule."""
     frame = data.loops
     columns = [str(c) for c in frame.columns]
     rows = [[Cell(str(strategy), css="name"), *(Cell(_pct(float(frame.loc[strategy, c]))) for c in frame.columns)]
@@ -413,162 +300,168 @@ def _plot_entries(data: ReportData) -> list[tuple[Plot, Path]]:
     return known + extra
 
 
-# HTML -------------------------------------------------------------------------------------------------
-
-CSS = """
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { margin: 0; padding: 24px 32px 48px; background: #ffffff; color: #1a1a1a;
-       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif; }
-h1 { font-size: 24px; margin: 0 0 4px; }
-h2 { font-size: 19px; margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 2px solid #d0d7de; }
-h3 { font-size: 15px; margin: 20px 0 6px; }
-.subtitle { color: #57606a; margin: 0 0 16px; }
-.how { background: #f6f8fa; border-left: 4px solid #8c959f; padding: 8px 12px; margin: 8px 0 12px;
-       color: #24292f; max-width: 1100px; }
-.how strong { display: block; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: #57606a; }
-.note { background: #fff8c5; border-left: 4px solid #d4a72c; padding: 8px 12px; margin: 8px 0; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; }
-th, td { border: 1px solid #d0d7de; padding: 5px 8px; text-align: right; vertical-align: top; }
-th { background: #eaeef2; color: #1a1a1a; font-weight: 600; }
-td.name, th:first-child { text-align: left; font-weight: 600; }
-td .sub { display: block; font-size: 11px; color: #57606a; font-weight: 400; white-space: nowrap; }
-td.better { background: #dafbe1; }
-td.worse { background: #ffebe9; }
-table.text td, table.text th { text-align: left; }
-table.kv td:first-child { color: #57606a; white-space: nowrap; }
-figure { margin: 12px 0 24px; }
-figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
-figcaption { font-weight: 600; margin-bottom: 4px; }
-pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12px; }
-details summary { cursor: pointer; color: #0550ae; }
-"""
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _html_table(table: Table, *, css: str = "") -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in table.header)
-    body = []
-    for row in table.rows:
-        cells = []
-        for cell in row:
-            cls = f' class="{_e(cell.css)}"' if cell.css else ""
-            sub = "".join(f'<span class="sub">{_e(x)}</span>' for x in (cell.note, cell.sub) if x)
-            cells.append(f"<td{cls}>{_e(cell.text)}{sub}</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    classes = " ".join(c for c in (css, "" if table.numeric else "text") if c)
-    cls = f' class="{classes}"' if classes else ""
-    return (f'<div class="scroll"><table id="{_e(table.id)}"{cls}><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>")
-
-
-def _how(key: str) -> str:
-    return f'<div class="how"><strong>How to read this</strong>{_e(HOW_TO_READ[key])}</div>'
-
-
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-
-
 def _session_count(data: ReportData) -> int:
     return 0 if data.sessions.empty else len(data.sessions[stats.SESSION_KEY].drop_duplicates())
 
 
+# The sections, in both formats --------------------------------------------------------------------------
+# Each function returns a section's body: what follows its heading and its "how to read this" note.
+
+
+def _run_html(data: ReportData) -> list[str]:
+    parts = [html_table(manifest_table(data), css="kv")]
+    strategies, scenarios = strategies_table(data), scenarios_table(data)
+    if strategies.rows:
+        parts += ["<h3>Strategies</h3>", html_table(strategies)]
+    if scenarios.rows:
+        parts += ["<h3>Scenarios</h3>", html_table(scenarios)]
+    if data.config_text:
+        parts.append(f"<details><summary>config.toml (resolved)</summary><pre>{escape(data.config_text)}</pre>"
+                     "</details>")
+    return parts
+
+
+def _run_markdown(data: ReportData) -> list[str]:
+    out = [md_table(manifest_table(data)), ""]
+    strategies = strategies_table(data)
+    if strategies.rows:
+        out += ["### Strategies", "", md_table(strategies), ""]
+    return out
+
+
+def _headline_html(data: ReportData) -> list[str]:
+    return [html_table(headline_table(data))]
+
+
+def _headline_markdown(data: ReportData) -> list[str]:
+    return [md_table(headline_table(data)), ""]
+
+
+def _paired_html(data: ReportData) -> list[str]:
+    if data.paired.empty:
+        return ["<p>Only one strategy in this run: nothing to pair.</p>"]
+    return [f"<p>Each strategy minus <strong>{escape(data.baseline)}</strong>.</p>", html_table(paired_table(data))]
+
+
+def _paired_markdown(data: ReportData) -> list[str]:
+    if data.paired.empty:
+        return ["Only one strategy in this run: nothing to pair.", ""]
+    return [f"Each strategy minus **{data.baseline}**.", "", md_table(paired_table(data)), ""]
+
+
+def _plots_html(data: ReportData) -> list[str]:
+    parts = []
+    if data.plots_note:
+        parts.append(f'<p class="note" id="plots-note">{escape(data.plots_note)}</p>')
+    entries = _plot_entries(data)
+    if not entries:
+        parts.append("<p>No plots (no sessions).</p>")
+    for plot, path in entries:
+        parts.append(f'<figure id="plot-{escape(plot.name)}"><figcaption>{escape(plot.title)}</figcaption>'
+                     f'<img alt="{escape(plot.title)}" src="{data_uri(path)}">{how_box(plot.how)}</figure>')
+    return parts
+
+
+def _plots_markdown(data: ReportData) -> list[str]:
+    out = []
+    if data.plots_note:
+        out += [f"> {data.plots_note}", ""]
+    for plot, path in _plot_entries(data):
+        rel = path.resolve().relative_to(data.run_dir.resolve()).as_posix()
+        out += [f"### {plot.title}", "", f"![{plot.title}]({rel})", "", plot.how, ""]
+    return out
+
+
+def _breakdowns_html(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return []
+    loops = loops_table(data)
+    return ["<h3>Outcomes</h3>", html_table(outcomes_table(data)),
+            "<h3>By scenario family</h3>", html_table(families_table(data)),
+            "<h3>Loop rate by rule</h3>",
+            html_table(loops) if len(loops.header) > 1 else "<p>No loops were detected.</p>"]
+
+
+def _breakdowns_markdown(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return []
+    loops = loops_table(data)
+    return ["### Outcomes", "", md_table(outcomes_table(data)), "",
+            "### By scenario family", "", md_table(families_table(data)), "", "### Loop rate by rule", "",
+            md_table(loops) if len(loops.header) > 1 else "No loops were detected.", ""]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the report: its anchor, heading and "how to read this" note, and its body in
+    each format."""
+
+    key: str
+    title: str
+    how: str
+    html: Callable[[ReportData], list[str]]
+    markdown: Callable[[ReportData], list[str]]
+    #: Said after ``how`` in the Markdown version only (which has no colours).
+    markdown_how: str = ""
+
+
+#: The report's sections, in order: the single declaration both renderers follow.
+SECTIONS: tuple[Section, ...] = (
+    Section("run", "Run",
+            "What was run: the resolved config (every default filled in), the model profile, the root seed and "
+            "the checksums of the tables. Two runs with the same config hash replay the same sessions.",
+            _run_html, _run_markdown),
+    Section("headline", "Headline metrics",
+            "One row per strategy, one column per headline metric, over all of that strategy's sessions. "
+            "The small line under each value is its 95% bootstrap confidence interval (sessions resampled "
+            "with replacement). Overlapping intervals do not mean 'no difference': use the paired table "
+            "for that.",
+            _headline_html, _headline_markdown),
+    Section("paired", "Paired differences against the baseline",
+            "Each strategy minus the baseline, over the very same sessions (every strategy replays the same "
+            "scripts), with a 95% bootstrap interval of the difference. Pairing removes the session-to-session "
+            "noise, so these intervals are much narrower than the headline ones. Green: the interval excludes "
+            "zero and the strategy is better; red: it excludes zero and the strategy is worse; uncoloured: "
+            "no detectable difference at this sample size.",
+            _paired_html, _paired_markdown,
+            markdown_how="(In this Markdown version, bold marks a difference whose interval excludes zero.)"),
+    Section("plots", "Plots",
+            "Distributions behind the headline numbers. Each plot has its own note on how to read it.",
+            _plots_html, _plots_markdown),
+    Section("breakdowns", "Breakdowns",
+            "The same sessions split up: by how they ended, by scenario family, and by the loop rule that "
+            "fired. Shares are of the strategy's sessions; a family with few sessions is noisy.",
+            _breakdowns_html, _breakdowns_markdown),
+)
+
+
+# The two formats ----------------------------------------------------------------------------------------
+
+
 def render_html(data: ReportData) -> str:
+    """``report.html``: the page notes, then every section of ``SECTIONS``."""
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>ctxbench report: {_e(data.run_id)}</title>",
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>ctxbench report: {_e(data.run_id)}</h1>",
+        *page_start(f"ctxbench report: {data.run_id}"),
         f'<p class="subtitle">{len(data.strategies)} strategies replaying {_session_count(data)} sessions; '
-        f"baseline {_e(data.baseline)}.</p>",
+        f"baseline {escape(data.baseline)}.</p>",
     ]
     if data.sweep:
         parts.append('<p class="note" id="sweep-link">This run is a sweep: <a href="sweep.html">sweep.html</a> plots '
                      "every headline metric against each swept param and ranks the variants per model profile.</p>")
     if data.baseline_note:
-        parts.append(f'<p class="note" id="baseline-note">{_e(data.baseline_note)}</p>')
+        parts.append(f'<p class="note" id="baseline-note">{escape(data.baseline_note)}</p>')
     if data.sessions.empty:
         parts.append('<p class="note">This run directory has no sessions (a shard without batches?): nothing '
                      "to report.</p>")
-
-    parts += ['<section id="run">', "<h2>Run</h2>", _how("run"),
-              _html_table(Table("manifest-table", ["field", "value"], [[Cell(k), Cell(v)] for k, v in _run_rows(data)],
-                               numeric=False),
-                          css="kv")]
-    strategies, scenarios = strategies_table(data), scenarios_table(data)
-    if strategies.rows:
-        parts += ["<h3>Strategies</h3>", _html_table(strategies)]
-    if scenarios.rows:
-        parts += ["<h3>Scenarios</h3>", _html_table(scenarios)]
-    if data.config_text:
-        parts.append(f"<details><summary>config.toml (resolved)</summary><pre>{_e(data.config_text)}</pre></details>")
-    parts.append("</section>")
-
-    parts += ['<section id="headline">', "<h2>Headline metrics</h2>", _how("headline"),
-              _html_table(headline_table(data)), "</section>"]
-
-    parts += ['<section id="paired">', "<h2>Paired differences against the baseline</h2>", _how("paired")]
-    if data.paired.empty:
-        parts.append("<p>Only one strategy in this run: nothing to pair.</p>")
-    else:
-        parts.append(f"<p>Each strategy minus <strong>{_e(data.baseline)}</strong>.</p>")
-        parts.append(_html_table(paired_table(data)))
-    parts.append("</section>")
-
-    parts += ['<section id="plots">', "<h2>Plots</h2>", _how("plots")]
-    if data.plots_note:
-        parts.append(f'<p class="note" id="plots-note">{_e(data.plots_note)}</p>')
-    entries = _plot_entries(data)
-    if not entries:
-        parts.append("<p>No plots (no sessions).</p>")
-    for plot, path in entries:
-        parts.append(f'<figure id="plot-{_e(plot.name)}"><figcaption>{_e(plot.title)}</figcaption>'
-                     f'<img alt="{_e(plot.title)}" src="{_data_uri(path)}">'
-                     f'<div class="how"><strong>How to read this</strong>{_e(plot.how)}</div></figure>')
-    parts.append("</section>")
-
-    parts += ['<section id="breakdowns">', "<h2>Breakdowns</h2>", _how("breakdowns")]
-    if not data.sessions.empty:
-        parts += ["<h3>Outcomes</h3>", _html_table(outcomes_table(data)),
-                  "<h3>By scenario family</h3>", _html_table(families_table(data)),
-                  "<h3>Loop rate by rule</h3>"]
-        loops = loops_table(data)
-        parts.append(_html_table(loops) if len(loops.header) > 1 else "<p>No loops were detected.</p>")
-    parts += ["</section>", "</body></html>", ""]
+    for section in SECTIONS:
+        parts += [f'<section id="{section.key}">', f"<h2>{escape(section.title)}</h2>", how_box(section.how),
+                  *section.html(data), "</section>"]
+    parts += PAGE_END
     return "\n".join(parts)
 
 
-# Markdown ---------------------------------------------------------------------------------------------
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(table: Table) -> str:
-    def cell(c: Cell) -> str:
-        text = f"**{c.text}**" if c.css in ("better", "worse") else c.text
-        if c.note:
-            text = f"{text} ({c.note})"
-        if c.sub:
-            text = f"{text} ({c.sub})" if c.css == "name" else f"{text} {c.sub}"
-        return _md_escape(text)
-
-    align = "---:" if table.numeric else "---"
-    lines = ["| " + " | ".join(_md_escape(h) for h in table.header) + " |",
-             "|" + "|".join(["---"] + [align] * (len(table.header) - 1)) + "|"]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
-    return "\n".join(lines)
-
-
 def render_markdown(data: ReportData) -> str:
+    """``report.md``: the same sections as the HTML, in the same order, with links to the plots."""
     out = [f"# ctxbench report: {data.run_id}", ""]
     if data.sweep:
         out += ["> This run is a sweep: [sweep.md](sweep.md) plots every headline metric against each swept param "
@@ -577,31 +470,31 @@ def render_markdown(data: ReportData) -> str:
         out += [f"> {data.baseline_note}", ""]
     if data.sessions.empty:
         out += ["This run directory has no sessions (a shard without batches?): nothing to report.", ""]
-    out += ["## Run", "", f"*How to read this:* {HOW_TO_READ['run']}", "",
-            _md_table(Table("manifest-table", ["field", "value"], [[Cell(k), Cell(v)] for k, v in _run_rows(data)],
-                               numeric=False)),
-            ""]
-    strategies = strategies_table(data)
-    if strategies.rows:
-        out += ["### Strategies", "", _md_table(strategies), ""]
-    out += ["## Headline metrics", "", f"*How to read this:* {HOW_TO_READ['headline']}", "",
-            _md_table(headline_table(data)), ""]
-    out += ["## Paired differences against the baseline", "", f"*How to read this:* {HOW_TO_READ['paired']} "
-            "(In this Markdown version, bold marks a difference whose interval excludes zero.)", ""]
-    if data.paired.empty:
-        out += ["Only one strategy in this run: nothing to pair.", ""]
-    else:
-        out += [f"Each strategy minus **{data.baseline}**.", "", _md_table(paired_table(data)), ""]
-    out += ["## Plots", "", f"*How to read this:* {HOW_TO_READ['plots']}", ""]
-    if data.plots_note:
-        out += [f"> {data.plots_note}", ""]
-    for plot, path in _plot_entries(data):
-        rel = path.resolve().relative_to(data.run_dir.resolve()).as_posix()
-        out += [f"### {plot.title}", "", f"![{plot.title}]({rel})", "", plot.how, ""]
-    out += ["## Breakdowns", "", f"*How to read this:* {HOW_TO_READ['breakdowns']}", ""]
-    if not data.sessions.empty:
-        out += ["### Outcomes", "", _md_table(outcomes_table(data)), "",
-                "### By scenario family", "", _md_table(families_table(data)), "", "### Loop rate by rule", ""]
-        loops = loops_table(data)
-        out += [_md_table(loops) if len(loops.header) > 1 else "No loops were detected.", ""]
+    for section in SECTIONS:
+        how = f"{section.how} {section.markdown_how}" if section.markdown_how else section.how
+        out += [f"## {section.title}", "", md_how(how), "", *section.markdown(data)]
     return "\n".join(out)
+
+
+def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str = "unbounded") -> list[Path]:
+    """Write ``plots/*.png`` and the chosen formats (``report.html``, ``report.md``) into ``run_dir``;
+    returns the report files written. A sweep run also gets its sweep page (``sweep.html``, ``sweep.md``,
+    ``plots/sweep-*.png``; see :mod:`reports.sweep`), linked from the report and listed after it."""
+    chosen = check_formats(formats)
+    path = check_run_dir(run_dir)
+    data = collect(path, baseline=baseline, plots_dir=path / PLOTS_DIR)
+    written = []
+    if "html" in chosen:
+        target = path / REPORT_HTML
+        write_atomically(target, render_html(data).encode())
+        written.append(target)
+    if "md" in chosen:
+        target = path / REPORT_MD
+        write_atomically(target, render_markdown(data).encode())
+        written.append(target)
+    if data.sweep:
+        # Imported here: see collect.
+        from reports.sweep import write_sweep_page
+
+        written += write_sweep_page(path, chosen, headline=data.headline)
+    return written

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.core.rundir import SESSIONS_TABLE
+
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 CONFIDENCE = 0.95
@@ -52,18 +54,19 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
 
 def load_sessions(run_dir: str | Path) -> pd.DataFrame:
     """The ``sessions.parquet`` of a run directory, with a boolean ``success`` column added."""
-    frame = pd.read_parquet(Path(run_dir) / "sessions.parquet")
+    frame = pd.read_parquet(Path(run_dir) / SESSIONS_TABLE)
     return with_success(frame)
 
 
 def with_success(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of a sessions frame with a boolean ``success`` column and ``loop_detected`` as booleans."""
     out = frame.copy()
     out["success"] = out["outcome"] == "success"
     out["loop_detected"] = out["loop_detected"].astype(bool)
     return out
 
 
-def _statistic(metric: Metric) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+def statistic(metric: Metric) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """f(values, denominators, index matrix) -> one statistic per row of the index matrix."""
     if metric.kind == "mean":
         return lambda v, _d, idx: v[idx].mean(axis=-1)
@@ -72,7 +75,9 @@ def _statistic(metric: Metric) -> Callable[[np.ndarray, np.ndarray, np.ndarray],
     return lambda v, _d, idx: np.quantile(v[idx], metric.q, axis=-1)
 
 
-def _arrays(frame: pd.DataFrame, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
+def metric_arrays(frame: pd.DataFrame, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
+    """(values, denominators) of ``metric`` over the sessions of ``frame``, the inputs of
+    :func:`statistic`; the denominators are the values themselves when the metric has none."""
     values = frame[metric.column].to_numpy(dtype=float)
     denominators = frame[metric.denominator].to_numpy(dtype=float) if metric.denominator else values
     return values, denominators
@@ -85,7 +90,8 @@ def rng_for(seed: int, *parts: str) -> np.random.Generator:
     return np.random.default_rng(key)
 
 
-def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
+def percentile_interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The central ``confidence`` interval of bootstrap ``samples`` (percentile method)."""
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(samples, [alpha, 1 - alpha])
     return float(lo), float(hi)
@@ -99,11 +105,11 @@ def bootstrap(values: np.ndarray, metric: Metric, *, denominators: np.ndarray | 
     if n == 0:
         return float("nan"), float("nan"), float("nan")
     den = values if denominators is None else denominators
-    stat = _statistic(metric)
+    stat = statistic(metric)
     value = float(stat(values, den, np.arange(n)))
     rng = rng or np.random.default_rng(DEFAULT_SEED)
     idx = rng.integers(0, n, size=(resamples, n))
-    lo, hi = _interval(stat(values, den, idx), confidence)
+    lo, hi = percentile_interval(stat(values, den, idx), confidence)
     return value, lo, hi
 
 
@@ -114,7 +120,7 @@ def headline(sessions: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed
     rows = []
     for strategy, group in sessions.groupby("strategy", sort=True):
         for metric in METRICS.values():
-            values, den = _arrays(group, metric)
+            values, den = metric_arrays(group, metric)
             value, lo, hi = bootstrap(values, metric, denominators=den, resamples=resamples,
                                       rng=rng_for(seed, "headline", metric.name, str(strategy)), confidence=confidence)
             rows.append({"strategy": strategy, "metric": metric.name, "value": value, "ci_low": lo, "ci_high": hi,
@@ -141,9 +147,9 @@ def paired(sessions: pd.DataFrame, baseline: str = "unbounded", *, resamples: in
         a, b = other.loc[common], base.loc[common]
         n = len(common)
         for metric in METRICS.values():
-            stat = _statistic(metric)
-            va, da = _arrays(a, metric)
-            vb, db = _arrays(b, metric)
+            stat = statistic(metric)
+            va, da = metric_arrays(a, metric)
+            vb, db = metric_arrays(b, metric)
             if n == 0:
                 rows.append({"strategy": strategy, "baseline": baseline, "metric": metric.name, "n": 0,
                              "diff": np.nan, "ci_low": np.nan, "ci_high": np.nan, "relative": np.nan,
@@ -153,7 +159,7 @@ def paired(sessions: pd.DataFrame, baseline: str = "unbounded", *, resamples: in
             diff = float(stat(va, da, full) - stat(vb, db, full))
             base_value = float(stat(vb, db, full))
             idx = rng_for(seed, "paired", metric.name, str(strategy)).integers(0, n, size=(resamples, n))
-            lo, hi = _interval(stat(va, da, idx) - stat(vb, db, idx), confidence)
+            lo, hi = percentile_interval(stat(va, da, idx) - stat(vb, db, idx), confidence)
             rows.append({"strategy": strategy, "baseline": baseline, "metric": metric.name, "n": n, "diff": diff,
                          "ci_low": lo, "ci_high": hi,
                          "relative": diff / base_value if base_value else np.nan,
@@ -195,7 +201,8 @@ def paired_ratio(a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, resa
     idx = rng.integers(0, n, size=(resamples, n))
     den = b[idx].mean(axis=-1)
     samples = a[idx].mean(axis=-1) / np.where(den == 0, np.nan, den)
-    lo, hi = _interval(samples[np.isfinite(samples)], confidence) if np.isfinite(samples).any() else (np.nan, np.nan)
+    finite = samples[np.isfinite(samples)]
+    lo, hi = percentile_interval(finite, confidence) if len(finite) else (np.nan, np.nan)
     return value, float(lo), float(hi)
 
 
@@ -210,5 +217,5 @@ def ratio_of_means(a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, re
     den = b[rng.integers(0, len(b), size=(resamples, len(b)))].mean(axis=-1)
     samples = num / np.where(den == 0, np.nan, den)
     finite = samples[np.isfinite(samples)]
-    lo, hi = _interval(finite, confidence) if len(finite) else (np.nan, np.nan)
+    lo, hi = percentile_interval(finite, confidence) if len(finite) else (np.nan, np.nan)
     return value, float(lo), float(hi)

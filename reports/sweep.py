@@ -9,7 +9,6 @@ page (``sweep.html``, ``sweep.md``, ``plots/sweep-*.png``) is one rendering of t
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -27,25 +26,23 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 
 from harness.core.files import write_atomically
+from harness.core.rundir import PLOTS_DIR, Manifest
 from reports import stats
-from reports.plots import DPI, LINESTYLES, MARKERS, OKABE_ITO, _label, _no_data, _style, _thousands, save_png
-from reports.render import (
-    CSS,
-    FORMATS,
-    MANIFEST,
-    Cell,
-    Table,
-    _data_uri,
-    _e,
-    _html_table,
-    _md_table,
-    check_formats,
-    check_run_dir,
-    format_interval,
-    format_value,
-    is_share,
+from reports.inputs import FORMATS, check_formats, check_run_dir, read_manifest
+from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
+from reports.plots import (
+    DPI,
+    LINESTYLES,
+    MARKERS,
+    OKABE_ITO,
+    no_data,
+    plot_style,
+    save_png,
+    short_label,
+    thousands,
 )
 from reports.stats import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, Metric
+from reports.tables import Cell, Table, format_interval, format_value, interval_cell, is_share
 
 #: The columns a run has had since sweeps exist; a run directory from before has none of them.
 SWEEP_COLUMNS = ("model", "sweep_param", "sweep_value")
@@ -237,6 +234,7 @@ class RankingStability:
 
     @property
     def significant_flips(self) -> pd.DataFrame:
+        """The rows of ``flips`` whose intervals are separated under both profiles."""
         return self.flips[self.flips["significant"]].reset_index(drop=True)
 
 
@@ -308,7 +306,7 @@ def _y_formatter(metric: Metric) -> FuncFormatter | PercentFormatter:
     if is_share(metric):
         return PercentFormatter(1.0)
     if metric.unit == "tokens":
-        return FuncFormatter(_thousands)
+        return FuncFormatter(thousands)
     if metric.unit == "USD":
         return FuncFormatter(lambda v, _p: f"${v:,.3g}")
     return FuncFormatter(lambda v, _p: f"{v:,.4g}")
@@ -351,7 +349,7 @@ def sweep_figure(points: pd.DataFrame, param: str) -> Figure:
     metrics = _panel_metrics()
     models = model_order(rows["model"].astype(str))
     styles = profile_styles(models)
-    with _style():
+    with plot_style():
         fig = Figure(figsize=SWEEP_FIGSIZE, dpi=DPI, layout="constrained")
         FigureCanvasAgg(fig)
         ncols = 3
@@ -365,7 +363,7 @@ def sweep_figure(points: pd.DataFrame, param: str) -> Figure:
             ax.tick_params(labelsize=8)
             chosen = rows[rows["metric"] == metric.name]
             if chosen.empty:
-                _no_data(ax, "no sessions")
+                no_data(ax, "no sessions")
                 continue
             for k, model in enumerate(models):
                 line = chosen[chosen["model"] == model]
@@ -378,7 +376,7 @@ def sweep_figure(points: pd.DataFrame, param: str) -> Figure:
                 x = _dodged(line["x"].to_numpy(dtype=float), k - (len(models) - 1) / 2, ticks, log)
                 colour, marker, linestyle = styles[model]
                 ax.errorbar(x, value, yerr=[low, high], color=colour, marker=marker, markersize=4,
-                            linestyle=linestyle, linewidth=1.4, elinewidth=0.9, capsize=2.5, label=_label(model))
+                            linestyle=linestyle, linewidth=1.4, elinewidth=0.9, capsize=2.5, label=short_label(model))
             if log:
                 ax.set_xscale("log")
             ax.set_xticks(ticks, tick_labels)
@@ -391,7 +389,7 @@ def sweep_figure(points: pd.DataFrame, param: str) -> Figure:
         for ax in axes[len(metrics):]:
             ax.set_visible(False)
         handles = [Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle=cast(Any, styles[m][2]),
-                          linewidth=1.4, label=_label(m)) for m in models]
+                          linewidth=1.4, label=short_label(m)) for m in models]
         if handles:
             fig.legend(handles=handles, loc="outside right upper", title="model profile", frameon=False)
     return fig
@@ -441,7 +439,7 @@ class SweepData:
 
     run_dir: Path
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     sessions: pd.DataFrame
     points: pd.DataFrame
     ranks: pd.DataFrame
@@ -453,8 +451,7 @@ def collect_sweep(run_dir: str | Path, *, metric: str = SUCCESS, plots_dir: Path
                   headline: pd.DataFrame | None = None) -> SweepData:
     """The sweep page's frames for a run directory; plots written to ``plots_dir`` when given."""
     path = check_run_dir(run_dir)
-    manifest_path = path / MANIFEST
-    manifest: dict[str, Any] = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    manifest = read_manifest(path)
     sessions = stats.load_sessions(path)
     head = _headline(sessions, headline, DEFAULT_RESAMPLES, DEFAULT_SEED, CONFIDENCE)
     points = sweep_points(sessions, headline=head)
@@ -463,7 +460,7 @@ def collect_sweep(run_dir: str | Path, *, metric: str = SUCCESS, plots_dir: Path
     if plots_dir is not None:
         swept = sorted(p for p in set(points["sweep_param"].astype(str)) if p) if not points.empty else []
         plots = dict(zip(swept, plot_sweep(points, plots_dir), strict=True))
-    return SweepData(path, str(manifest.get("run_id") or path.name), manifest, sessions, points, ranks,
+    return SweepData(path, manifest.run_id or path.name, manifest, sessions, points, ranks,
                      ranking_stability(ranks), plots)
 
 
@@ -474,7 +471,7 @@ def write_sweep_page(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, m
     has it already; ``metric`` is what the ranking orders by."""
     chosen = check_formats(formats)
     path = check_run_dir(run_dir)
-    data = collect_sweep(path, metric=metric, plots_dir=path / "plots", headline=headline)
+    data = collect_sweep(path, metric=metric, plots_dir=path / PLOTS_DIR, headline=headline)
     written = []
     if "html" in chosen:
         target = path / f"{SWEEP_PAGE}.html"
@@ -492,7 +489,7 @@ def write_sweep_page(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, m
 
 def _manifest_variants(data: SweepData) -> pd.DataFrame:
     """The run's variants from the manifest (config order), else from the sessions."""
-    listed = [v for v in data.manifest.get("variants") or [] if isinstance(v, dict)]
+    listed = data.manifest.variants
     if listed:
         frame = pd.DataFrame(listed)
         for column, default in (("model", ""), ("sweep_param", ""), ("name", ""), ("sweep_value", np.nan)):
@@ -509,6 +506,7 @@ def _manifest_variants(data: SweepData) -> pd.DataFrame:
 
 
 def swept_table(data: SweepData) -> Table:
+    """What the grid is made of: each swept param's values, the unswept strategies, the profiles."""
     variants = _manifest_variants(data)
     rows = []
     swept = variants[variants["sweep_param"].fillna("") != ""]
@@ -536,8 +534,7 @@ def _metric_cells(rows: pd.DataFrame) -> list[Cell]:
             cells.append(Cell("n/a"))
             continue
         r = indexed.loc[metric.name]
-        cells.append(Cell(format_value(metric, float(r["value"])),
-                          sub=format_interval(metric, float(r["ci_low"]), float(r["ci_high"]))))
+        cells.append(interval_cell(metric, r["value"], r["ci_low"], r["ci_high"]))
     return cells
 
 
@@ -552,6 +549,7 @@ def points_table(data: SweepData, param: str) -> Table:
 
 
 def baselines_table(data: SweepData) -> Table:
+    """The unswept variants' metrics, a row per (strategy, model): what the grid is read against."""
     rows = data.points[data.points["sweep_param"] == ""]
     header = ["strategy", "model", *(m.label for m in _panel_metrics())]
     body = [[Cell(str(variant), css="name"), Cell(str(model)), *_metric_cells(group)]
@@ -582,6 +580,7 @@ def ranking_table(data: SweepData) -> Table:
 
 
 def tau_table(data: SweepData) -> Table:
+    """Kendall's tau-b of the ranking between every two profiles, as a matrix."""
     matrix = data.stability.tau_matrix()
     body = [[Cell(str(a), css="name"),
              *(Cell(f"{matrix.loc[a, b]:+.2f}" if np.isfinite(matrix.loc[a, b]) else "n/a") for b in matrix.columns)]
@@ -590,6 +589,7 @@ def tau_table(data: SweepData) -> Table:
 
 
 def pairs_table(data: SweepData) -> Table:
+    """A row per pair of profiles: variants ranked under both, tau-b, flips and significant flips."""
     body = [[Cell(f"{r.model_a} vs {r.model_b}", css="name"), Cell(str(r.variants)),
              Cell(f"{r.tau:+.2f}" if np.isfinite(r.tau) else "n/a"), Cell(str(r.flips)), Cell(str(r.significant_flips))]
             for r in data.stability.tau.itertuples(index=False)]
@@ -597,6 +597,7 @@ def pairs_table(data: SweepData) -> Table:
 
 
 def flips_table(data: SweepData) -> Table:
+    """A row per significant flip: which variant is ahead under each of the two profiles."""
     metric = METRICS.get(data.stability.metric, METRICS[SUCCESS])
     body = [[Cell(f"{r.model_a} vs {r.model_b}", css="name"),
              Cell(f"{r.better_a} ahead of {r.better_b}",
@@ -624,48 +625,41 @@ def _subtitle(data: SweepData) -> str:
 # HTML --------------------------------------------------------------------------------------------------------
 
 
-def _how(key: str) -> str:
-    return f'<div class="how"><strong>How to read this</strong>{_e(HOW_TO_READ[key])}</div>'
-
-
 def render_sweep_html(data: SweepData) -> str:
+    """``sweep.html``: self-contained like the report (inline CSS, plots as data URIs)."""
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>ctxbench sweep: {_e(data.run_id)}</title>",
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>ctxbench sweep: {_e(data.run_id)}</h1>",
-        f'<p class="subtitle">{_e(_subtitle(data))} The full report of every variant: '
+        *page_start(f"ctxbench sweep: {data.run_id}"),
+        f'<p class="subtitle">{escape(_subtitle(data))} The full report of every variant: '
         '<a href="report.html">report.html</a>.</p>',
-        _how("page"),
-        '<section id="swept">', "<h2>What was swept</h2>", _html_table(swept_table(data)), "</section>",
-        '<section id="grid">', "<h2>Each swept param</h2>", _how("grid"),
+        how_box(HOW_TO_READ["page"]),
+        '<section id="swept">', "<h2>What was swept</h2>", html_table(swept_table(data)), "</section>",
+        '<section id="grid">', "<h2>Each swept param</h2>", how_box(HOW_TO_READ["grid"]),
     ]
     if not data.plots and data.points.empty:
         parts.append("<p>No sessions in this run.</p>")
     for param in sorted(p for p in set(data.points["sweep_param"].astype(str)) if p):
         anchor = sweep_plot_name(param).removesuffix(".png")
-        parts.append(f'<h3 id="{_e(anchor)}">{_e(param)}</h3>')
+        parts.append(f'<h3 id="{escape(anchor)}">{escape(param)}</h3>')
         if param in data.plots:
-            parts.append(f'<figure><img alt="{_e(param)} against every headline metric" '
-                         f'src="{_data_uri(data.plots[param])}"></figure>')
-        parts.append(_html_table(points_table(data, param)))
+            parts.append(f'<figure><img alt="{escape(param)} against every headline metric" '
+                         f'src="{data_uri(data.plots[param])}"></figure>')
+        parts.append(html_table(points_table(data, param)))
     baselines = baselines_table(data)
     if baselines.rows:
-        parts += ["<h3>Unswept variants (baselines)</h3>", _html_table(baselines)]
+        parts += ["<h3>Unswept variants (baselines)</h3>", html_table(baselines)]
     parts.append("</section>")
-    parts += ['<section id="ranking">', "<h2>Ranking per profile</h2>", _how("ranking"),
-              _html_table(ranking_table(data)), "</section>"]
-    parts += ['<section id="stability">', "<h2>Ranking stability across profiles</h2>", _how("stability")]
+    parts += ['<section id="ranking">', "<h2>Ranking per profile</h2>", how_box(HOW_TO_READ["ranking"]),
+              html_table(ranking_table(data)), "</section>"]
+    parts += ['<section id="stability">', "<h2>Ranking stability across profiles</h2>",
+              how_box(HOW_TO_READ["stability"])]
     if data.stability.tau.empty:
         parts.append("<p>Only one model profile in this run: no ranking to compare with.</p>")
     else:
-        parts += [_html_table(tau_table(data)), _html_table(pairs_table(data)), f"<p>{_e(_counts_line(data))}</p>"]
+        parts += [html_table(tau_table(data)), html_table(pairs_table(data)), f"<p>{escape(_counts_line(data))}</p>"]
         flips = flips_table(data)
         parts.append("<h3>Significant flips</h3>")
-        parts.append(_html_table(flips) if flips.rows else "<p>None: every flip is within noise.</p>")
-    parts += ["</section>", "</body></html>", ""]
+        parts.append(html_table(flips) if flips.rows else "<p>None: every flip is within noise.</p>")
+    parts += ["</section>", *PAGE_END]
     return "\n".join(parts)
 
 
@@ -673,36 +667,37 @@ def render_sweep_html(data: SweepData) -> str:
 
 
 def render_sweep_markdown(data: SweepData) -> str:
+    """``sweep.md``: the same tables as the HTML, with links to ``plots/sweep-*.png``."""
     out = [f"# ctxbench sweep: {data.run_id}", "", f"{_subtitle(data)} The full report: [report.md](report.md).", "",
-           f"*How to read this:* {HOW_TO_READ['page']}", "",
-           "## What was swept", "", _md_table(swept_table(data)), "",
-           "## Each swept param", "", f"*How to read this:* {HOW_TO_READ['grid']}", ""]
+           md_how(HOW_TO_READ["page"]), "",
+           "## What was swept", "", md_table(swept_table(data)), "",
+           "## Each swept param", "", md_how(HOW_TO_READ["grid"]), ""]
     for param in sorted(p for p in set(data.points["sweep_param"].astype(str)) if p):
         out += [f"### {param}", ""]
         if param in data.plots:
             rel = data.plots[param].resolve().relative_to(data.run_dir.resolve()).as_posix()
             out += [f"![{param}]({rel})", ""]
-        out += [_md_table(points_table(data, param)), ""]
+        out += [md_table(points_table(data, param)), ""]
     baselines = baselines_table(data)
     if baselines.rows:
-        out += ["### Unswept variants (baselines)", "", _md_table(baselines), ""]
-    out += ["## Ranking per profile", "", f"*How to read this:* {HOW_TO_READ['ranking']}", "",
-            _md_table(ranking_table(data)), "",
-            "## Ranking stability across profiles", "", f"*How to read this:* {HOW_TO_READ['stability']}", ""]
+        out += ["### Unswept variants (baselines)", "", md_table(baselines), ""]
+    out += ["## Ranking per profile", "", md_how(HOW_TO_READ["ranking"]), "",
+            md_table(ranking_table(data)), "",
+            "## Ranking stability across profiles", "", md_how(HOW_TO_READ["stability"]), ""]
     if data.stability.tau.empty:
         out += ["Only one model profile in this run: no ranking to compare with.", ""]
     else:
-        out += [_md_table(tau_table(data)), "", _md_table(pairs_table(data)), "", _counts_line(data), "",
+        out += [md_table(tau_table(data)), "", md_table(pairs_table(data)), "", _counts_line(data), "",
                 "### Significant flips", ""]
         flips = flips_table(data)
-        out += [_md_table(flips) if flips.rows else "None: every flip is within noise.", ""]
+        out += [md_table(flips) if flips.rows else "None: every flip is within noise.", ""]
     return "\n".join(out)
 
 
 # The ordinary report of a sweep run ----------------------------------------------------------------------------
 
 
-def report_plot_variants(sessions: pd.DataFrame, manifest: dict[str, Any]) -> tuple[dict[str, str], str]:
+def report_plot_variants(sessions: pd.DataFrame, manifest: Manifest) -> tuple[dict[str, str], str]:
     """Which strategies the ordinary report's plots show for a sweep run, and under which names.
 
     Seventy-odd lines or panels in one plot are unreadable, and the sweep page plots the whole grid, so
@@ -712,7 +707,7 @@ def report_plot_variants(sessions: pd.DataFrame, manifest: dict[str, Any]) -> tu
     name, a one-line note saying so).
     """
     table = variant_table(sessions)
-    listed = [str(v.get("model")) for v in manifest.get("variants") or [] if isinstance(v, dict) and v.get("model")]
+    listed = [str(v.get("model")) for v in manifest.variants if v.get("model")]
     models = [m for m in dict.fromkeys(listed) if m in set(table["model"])] or model_order(table["model"])
     if not models:
         return {}, ""

@@ -1,9 +1,11 @@
 """`reports` reads run directories only (DESIGN.md, "Which way imports go"): importing every reports
 module, and writing a report and a comparison with them, never loads the runtime, the runner, the
-strategies or the scenarios. Checked in a fresh interpreter, where nothing is imported yet."""
+strategies or the scenarios. Checked in a fresh interpreter, where nothing is imported yet. Inside
+`reports`, no module uses another's private names and the modules import each other without a cycle."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -63,3 +65,59 @@ def test_writing_a_report_and_a_comparison_loads_no_runtime(run_dir: Path) -> No
     data = loaded(str(run_dir))
     assert (run_dir / "report.html").exists()
     assert forbidden(data["modules"]) == []
+
+
+# How the reports modules import each other ----------------------------------------------------------------
+
+
+def reports_imports() -> dict[str, set[tuple[str, str]]]:
+    """For each reports module, every (reports module, name) it uses from another one: ``from reports.x
+    import name`` gives (x, name); ``from reports import x`` or ``import reports.x`` gives (x, "") and,
+    for each ``x.name`` in the code, (x, name). Imports inside functions count too."""
+    uses: dict[str, set[tuple[str, str]]] = {}
+    for path in sorted((ROOT / "reports").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        found: set[tuple[str, str]] = set()
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "reports":
+                for alias in node.names:
+                    found.add((alias.name, ""))
+                    aliases[alias.asname or alias.name] = alias.name
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reports."):
+                found |= {(node.module.removeprefix("reports."), alias.name) for alias in node.names}
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("reports."):
+                        found.add((alias.name.removeprefix("reports."), ""))
+                        if alias.asname:
+                            aliases[alias.asname] = alias.name.removeprefix("reports.")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                found.add((aliases[node.value.id], node.attr))
+        uses[path.stem] = {(module, name) for module, name in found if module != path.stem}
+    return uses
+
+
+def test_no_reports_module_uses_a_private_name_of_another() -> None:
+    private = {module: sorted(f"{other}.{name}" for other, name in used if name.startswith("_"))
+               for module, used in reports_imports().items()}
+    assert {module: names for module, names in private.items() if names} == {}
+
+
+def test_the_reports_modules_import_each_other_without_a_cycle() -> None:
+    graph = {module: {other for other, _ in used} for module, used in reports_imports().items()}
+    assert {"render", "sweep", "tables", "markup"} <= set(graph)
+    assert "render" not in graph["sweep"] and "render" not in graph["compare"]
+
+    def cycle_from(module: str, path: list[str]) -> list[str] | None:
+        if module in path:
+            return [*path[path.index(module):], module]
+        for other in sorted(graph.get(module, ())):
+            found = cycle_from(other, [*path, module])
+            if found:
+                return found
+        return None
+
+    cycles = [cycle for module in sorted(graph) if (cycle := cycle_from(module, []))]
+    assert cycles == [], " -> ".join(cycles[0])

@@ -23,8 +23,9 @@ from harness.run.config import RunConfig
 from harness.run.runner import run
 from reports import stats
 from reports.plots import PLOT_NAMES
-from reports.render import SECTIONS, ReportInputError, format_interval, format_value, write_report
+from reports.render import SECTIONS, ReportInputError, write_report
 from reports.stats import METRICS
+from reports.tables import format_interval, format_value
 from tests.reports.runs import SMALL_RUN
 
 STRATEGIES = ["unbounded", "sw20", "offload_contracts"]
@@ -148,10 +149,10 @@ def test_html_parses_with_balanced_tags(page: Page) -> None:
 
 
 def test_html_has_every_section_with_its_heading_and_how_to_read(page: Page) -> None:
-    assert page.sections == [key for key, _ in SECTIONS]
+    assert page.sections == [s.key for s in SECTIONS]
     h2 = {section: text for tag, text, section in page.headings if tag == "h2"}
-    assert h2 == dict(SECTIONS)
-    assert {key for key, _ in SECTIONS} <= page.how_in
+    assert h2 == {s.key: s.title for s in SECTIONS}
+    assert {s.key for s in SECTIONS} <= page.how_in
     assert {"Strategies", "Scenarios", "Outcomes", "By scenario family", "Loop rate by rule"} <= {
         text for tag, text, _ in page.headings if tag == "h3"}
 
@@ -218,8 +219,7 @@ def test_html_references_nothing_external(page: Page, run_dir: Path) -> None:
 
 def test_markdown_has_the_tables_and_links_to_existing_plots(run_dir: Path) -> None:
     text = (run_dir / "report.md").read_text()
-    for _, title in SECTIONS:
-        assert f"\n## {title}\n" in text
+    assert re.findall(r"^## (.+)$", text, re.MULTILINE) == [s.title for s in SECTIONS]
     header = "| " + " | ".join(["strategy", *(m.label for m in METRICS.values())]) + " |"
     assert text.count(header) == 2  # headline and paired
     for strategy in STRATEGIES:
@@ -268,6 +268,27 @@ def test_bad_input_is_one_line_report_input_error(run_dir: Path, tmp_path: Path,
     assert expected in str(info.value)
     assert "\n" not in str(info.value)
     assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+def test_a_run_directory_without_a_manifest_still_renders(run_dir: Path, tmp_path: Path) -> None:
+    copy = tables_only(run_dir, tmp_path / "copy")
+    (copy / "manifest.json").unlink()
+    assert write_report(copy, ["md"]) == [copy / "report.md"]
+    text = (copy / "report.md").read_text()
+    assert text.startswith("# ctxbench report: copy\n")
+    assert "| run id | copy |" in text
+
+
+@pytest.mark.parametrize("manifest", ["{not json", '{"strategies": []}', '{"run_id": "r", "rows": {"a": "many"}}'])
+def test_a_manifest_that_cannot_be_parsed_is_one_line_naming_the_file(run_dir: Path, tmp_path: Path,
+                                                                      manifest: str) -> None:
+    copy = tables_only(run_dir, tmp_path / "copy")
+    (copy / "manifest.json").write_text(manifest)
+    with pytest.raises(ReportInputError) as info:
+        write_report(copy)
+    assert str(info.value).startswith(f"{copy / 'manifest.json'}: not a valid manifest")
+    assert "\n" not in str(info.value)
+    assert not (copy / "report.html").exists()
 
 
 def test_report_of_a_run_without_sessions_says_so(tmp_path: Path) -> None:

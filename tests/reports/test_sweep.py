@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from harness.core.rundir import Manifest
 from harness.run.config import RunConfig
 from harness.run.runner import run
 from reports import stats
@@ -432,9 +433,7 @@ def test_write_sweep_page_alone_and_html_only(sweep_dir: Path, tmp_path: Path) -
 
 def test_the_ordinary_report_of_a_sweep_plots_the_first_profiles_unswept_strategies(
         sessions: pd.DataFrame, sweep_dir: Path) -> None:
-    import json
-
-    manifest = json.loads((sweep_dir / "manifest.json").read_text())
+    manifest = Manifest.read(sweep_dir)
     shown, note = report_plot_variants(sessions, manifest)
     assert shown == {"unbounded@frontier": "unbounded", "offload_contracts@frontier": "offload_contracts"}
     assert "frontier" in note and "2 unswept strategies" in note

@@ -1,0 +1,208 @@
+"""The reference comparison with The Complexity Trap (arXiv 2508.21433): checks P1-P5 (cost, solve
+rate, elongation, summary cost, observation share) in the spec's setup and in
+``examples/complexity-trap.toml``, the mechanism behind each disagreement (read from the sessions and
+the calls' decision traces), and the reference table of that config's run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.core.rundir import CALLS_TABLE
+from reports import stats
+from reports.validation_checks import Check, in_band
+from reports.validation_data import Bundle, ci_pct, metric_ci, num, outcome_line, paired_columns, pct, pp, run_order
+
+#: The labels of the paper's three agents in both setups' configs.
+TRAP_RAW, TRAP_MASK, TRAP_SUMMARY = "raw", "masking-M10", "llm-summary-N21-M10"
+#: How the document cites the paper.
+TRAP = "The Complexity Trap, 2025, arXiv 2508.21433"
+#: The two setups P1-P5 are measured in: the spec's (section 11) and the shipped reference config.
+TRAP_SETUPS = {
+    "trap-spec": "spec setup: frontier, default mix, caching off",
+    "complexity-trap": "examples/complexity-trap.toml: mid, mix with 120 turns, caching off",
+}
+
+
+def trap_checks(b: Bundle) -> list[Check]:
+    """P1-P5 in each setup of ``TRAP_SETUPS``, in that order."""
+    out: list[Check] = []
+    for run_name, setup in TRAP_SETUPS.items():
+        frame = b.sessions[run_name]
+        out += _trap_checks_for(b, run_name, setup, frame)
+    return out
+
+
+def _cost_change(b: Bundle, frame: pd.DataFrame, strategy: str, baseline: str, tag: str) -> tuple[float, float, float]:
+    a, base = paired_columns(frame, strategy, baseline, "cost_usd")
+    ratio, lo, hi = stats.paired_ratio(a, base, rng=b.rng(tag, strategy, baseline))
+    return ratio - 1, lo - 1, hi - 1
+
+
+def _trap_checks_for(b: Bundle, run_name: str, setup: str, frame: pd.DataFrame) -> list[Check]:
+    out: list[Check] = []
+    raw_outcomes = outcome_line(frame, TRAP_RAW)
+    for strategy, published in ((TRAP_MASK, "-52.7%"), (TRAP_SUMMARY, "-50.4%")):
+        change, lo, hi = _cost_change(b, frame, strategy, TRAP_RAW, f"p1-{run_name}")
+        agrees = in_band(change, -0.65, -0.35)
+        detail = ""
+        if not agrees:
+            a, base = paired_columns(frame, strategy, TRAP_RAW, "turns")
+            detail = (f"Mean turns: {strategy} {num(a.mean(), 1)} vs raw {num(base.mean(), 1)}. Raw's sessions end: "
+                      f"{raw_outcomes}; {strategy}'s: {outcome_line(frame, strategy)}. ")
+            detail += _cost_mechanism(frame, strategy)
+        out.append(Check("P1", f"cost of {strategy} against raw (caching off)", "soft", setup,
+                         f"{published} (band -35% to -65%) [{TRAP}]", f"{pct(change)} {ci_pct(lo, hi)}",
+                         "agree" if agrees else "disagree", detail))
+        if run_name == "trap-spec":
+            change, lo, hi = _cost_change(b, frame, f"{strategy}+cache", f"{TRAP_RAW}+cache", f"p1c-{run_name}")
+            out.append(Check("P1", f"cost of {strategy} against raw, caching on", "none", setup.replace(
+                "caching off", "caching on"), "no target (raw caches well, so the gap may shrink)",
+                f"{pct(change)} {ci_pct(lo, hi)}", "-"))
+    for strategy, published in ((TRAP_MASK, "+1.4 pp (54.8% vs 53.4%)"), (TRAP_SUMMARY, "+0.4 pp (53.8% vs 53.4%)")):
+        a, base = paired_columns(frame, strategy, TRAP_RAW, "success")
+        diff = float(a.mean() - base.mean()) if len(a) else np.nan
+        rng = b.rng(f"p2-{run_name}", strategy)
+        idx = rng.integers(0, max(len(a), 1), size=(stats.DEFAULT_RESAMPLES, len(a)))
+        samples = a[idx].mean(axis=-1) - base[idx].mean(axis=-1) if len(a) else np.array([np.nan])
+        lo, hi = (float(np.quantile(samples, 0.025)), float(np.quantile(samples, 0.975))) if len(a) else (np.nan,) * 2
+        agrees = in_band(diff, -0.05, 0.05)
+        detail = ""
+        if not agrees:
+            detail = (f"Success: {strategy} {pct(a.mean())}, raw {pct(base.mean())}. Raw's sessions end: "
+                      f"{raw_outcomes}; {strategy}'s: {outcome_line(frame, strategy)}; loops by rule for {strategy}: "
+                      f"{_loop_line(frame, strategy)}. ") + _solve_mechanism(frame, strategy, b.out_dir / run_name)
+        out.append(Check("P2", f"solve rate of {strategy} against raw", "soft", setup,
+                         f"{published}, within ±5 pp [{TRAP}]", f"{pp(diff)} [{pp(lo)}, {pp(hi)}]",
+                         "agree" if agrees else "disagree", detail))
+    s_turns, m_turns = paired_columns(frame, TRAP_SUMMARY, TRAP_MASK, "turns")
+    sr, raw_turns = paired_columns(frame, TRAP_SUMMARY, TRAP_RAW, "turns")
+    ratio, lo, hi = stats.paired_ratio(sr, raw_turns, rng=b.rng(f"p3-{run_name}"))
+    more = float(s_turns.mean() - m_turns.mean()) if len(s_turns) else np.nan
+    agrees = bool(more > 0) and in_band(ratio, 1.0, 1.3)
+    detail = (f"Mean turns: summary {num(sr.mean(), 1)}, masking {num(m_turns.mean(), 1)}, "
+              f"raw {num(raw_turns.mean(), 1)}. "
+              "Raw sessions that end early (overflow) have few turns, which lifts the summary/raw ratio. "
+              if not agrees else "")
+    out.append(Check("P3", "elongation: summary runs more turns than masking; summary/raw turns in [1.0, 1.3]",
+                     "soft", setup, f"about +15% turns against raw [{TRAP}]",
+                     f"summary - masking {num(more, 1)} turns; "
+                     f"summary/raw {num(ratio, 2)} [{num(lo, 2)}, {num(hi, 2)}]",
+                     "agree" if agrees else "disagree", detail))
+    group = frame[frame["strategy"] == TRAP_SUMMARY]
+    share, lo, hi = _ratio_of_sums(group["summary_cost_usd"].to_numpy(dtype=float), group["cost_usd"].to_numpy(
+        dtype=float), b.rng(f"p4-{run_name}"))
+    out.append(Check("P4", "summary calls' share of the summary strategy's cost", "soft", setup,
+                     f"0.65-7.2% (band 1-10%) [{TRAP}]", f"{pct(share, 2)} {ci_pct(lo, hi)}",
+                     "agree" if in_band(share, 0.01, 0.10) else "disagree"))
+    obs = b.observation[b.observation["setup"] == run_name]
+    share, lo, hi = _ratio_of_sums(obs["observation_tokens"].to_numpy(dtype=float),
+                                   obs["context_tokens"].to_numpy(dtype=float), b.rng(f"p5-{run_name}"))
+    out.append(Check("P5", "observation tokens' share of the raw agent's context", "soft",
+                     f"{setup}; {len(obs)} raw sessions, context at the end", f"83.9% (band 70-90%) [{TRAP}]",
+                     f"{pct(share)} {ci_pct(lo, hi)}", "agree" if in_band(share, 0.70, 0.90) else "disagree"))
+    return out
+
+
+def _ratio_of_sums(num_col: np.ndarray, den_col: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:
+    metric = stats.Metric("share", "share", "", "ratio", "n", "d")
+    return stats.bootstrap(num_col, metric, denominators=den_col, rng=rng)
+
+
+def _loop_line(frame: pd.DataFrame, strategy: str) -> str:
+    group = frame[frame["strategy"] == strategy]
+    rules = group["loop_rule"][group["loop_rule"] != ""].value_counts() / max(len(group), 1)
+    return ", ".join(f"{k} {pct(v)}" for k, v in rules.items()) or "none"
+
+
+def _cost_mechanism(frame: pd.DataFrame, strategy: str) -> str:
+    raw = frame[frame["strategy"] == TRAP_RAW]
+    other = frame[frame["strategy"] == strategy]
+    overflow = float((raw["outcome"] == "overflow").mean())
+    if overflow > 0.2:
+        return (f"Mechanism: raw history overflows the window in {pct(overflow)} of sessions, and an overflowed "
+                f"session stops paying at that turn, so raw's mean cost is cut short, while {strategy} keeps the "
+                f"context in the window and pays for every turn to the end (its mean input per session "
+                f"{num(other['input_tokens'].mean())} tokens vs raw {num(raw['input_tokens'].mean())}). SWE-bench "
+                "observations are far smaller than ops payloads (log dumps, kubectl tables), so the paper's raw "
+                "runs fit; ours do not.")
+    return (f"Mean input per session: {strategy} {num(other['input_tokens'].mean())} tokens vs raw "
+            f"{num(raw['input_tokens'].mean())}.")
+
+
+def refetch_evidence(run_dir: Path, strategy: str) -> dict[str, float]:
+    """Why ``strategy`` re-fetched, from the decision traces of its calls: the share of re-fetched facts
+    that were still visible (their recall draw failed) and their mean recall probability, and the mean
+    context tokens at those calls."""
+    calls = pd.read_parquet(run_dir / CALLS_TABLE, columns=["strategy", "action", "trace", "context_tokens"],
+                            filters=[("strategy", "==", strategy), ("action", "==", "refetch")])
+    visible = hidden = 0
+    probabilities: list[float] = []
+    for trace in calls["trace"]:
+        for entry in json.loads(trace):
+            if entry.get("branch") != "refetch":
+                continue
+            if entry.get("visible") and "p" in entry:
+                visible += 1
+                probabilities.append(float(entry["p"]))
+            else:
+                hidden += 1
+    total = visible + hidden
+    return {"refetches": float(total), "visible_share": visible / total if total else float("nan"),
+            "visible_p": float(np.mean(probabilities)) if probabilities else float("nan"),
+            "context_tokens": float(calls["context_tokens"].mean()) if len(calls) else float("nan")}
+
+
+def _solve_mechanism(frame: pd.DataFrame, strategy: str, run_dir: Path | None = None) -> str:
+    raw = frame[frame["strategy"] == TRAP_RAW]
+    other = frame[frame["strategy"] == strategy]
+    lines = []
+    overflow = float((raw["outcome"] == "overflow").mean())
+    if overflow > 0.2:
+        lines.append(f"Raw fails mostly by overflowing the window ({pct(overflow)}): ops payloads are heavy-tailed "
+                     "(a lognormal payload's mean is several times its median) and raw history keeps all of them.")
+    loops = float(other["loop_detected"].mean())
+    if loops > 0.2:
+        lines.append(f"{strategy} loops in {pct(loops)} of sessions: when a fact is not recalled the agent "
+                     "re-fetches it (mock-model.md 2.2), and a re-fetch repeats an earlier call exactly, which the "
+                     "StuckDetector rules (section 7) count as a repeat or an alternation.")
+        if run_dir is not None:
+            ev = refetch_evidence(run_dir, strategy)
+            if ev["refetches"]:
+                lines.append(f"Its decision traces show why it re-fetched: of {num(ev['refetches'])} re-fetched facts, "
+                             f"{pct(ev['visible_share'])} were still visible in the context but not recalled (mean "
+                             f"recall probability {num(ev['visible_p'], 2)} at {num(ev['context_tokens'])} context "
+                             "tokens), the rest had been masked or summarized away. Long sessions keep even the "
+                             "managed context large enough for the profile's recall curve to bite, and a failed "
+                             "recall followed by the same re-fetch, several turns running, is a loop.")
+    wrong = float((other["outcome"] == "wrong_answer").mean())
+    if wrong > 0.1:
+        lines.append(f"{strategy} answers wrongly in {pct(wrong)}: a fact that is neither visible nor re-fetched "
+                     "becomes a wrong value.")
+    return " ".join(lines) or "No single mechanism dominates; see the outcome shares."
+
+
+# The reference run ---------------------------------------------------------------------------------------
+
+
+def trap_reference_rows(b: Bundle) -> list[list[str]]:
+    """The reference table of ``examples/complexity-trap.toml``: per strategy our success and cost with
+    their intervals beside the paper's, turns, the summary calls' share of the cost, and outcomes."""
+    frame = b.sessions["complexity-trap"]
+    raw_cost = frame[frame["strategy"] == TRAP_RAW]["cost_usd"].mean()
+    published = {TRAP_RAW: ("53.4%", "-"), TRAP_MASK: ("54.8%", "-52.7%"), TRAP_SUMMARY: ("53.8%", "-50.4%")}
+    rows = []
+    for strategy in run_order(frame, b.manifests["complexity-trap"]):
+        value, lo, hi = metric_ci(frame, strategy, "success_rate", b.rng("trap-ref", strategy))
+        cost, clo, chi = metric_ci(frame, strategy, "cost_per_session", b.rng("trap-ref-cost", strategy))
+        group = frame[frame["strategy"] == strategy]
+        share = group["summary_cost_usd"].sum() / max(group["cost_usd"].sum(), 1e-12)
+        paper_solve, paper_cost = published.get(strategy, ("-", "-"))
+        rows.append([strategy, f"{pct(value)} {ci_pct(lo, hi)}", paper_solve, f"${cost:.2f} [${clo:.2f}, ${chi:.2f}]",
+                     pct(cost / raw_cost - 1) if strategy != TRAP_RAW else "-", paper_cost,
+                     num(group["turns"].mean(), 1), pct(share, 2), outcome_line(frame, strategy, 3)])
+    return rows
