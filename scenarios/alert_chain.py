@@ -7,6 +7,9 @@ The incident: after a deploy, one service's 5xx ratio jumps. Analysis finds the 
 current release; diagnosis reads the errors of that release and the release history; remediation
 diffs the releases (the culprit flag) and rolls back; verification follows the rollback to a new pod
 and reads its logs; reporting finds the change that flipped the flag and checks the deployment.
+
+Look-ups (mock-model.md v2 change 1): ``culprit_flag`` is latent, as in deploy_regression: the flag of
+the diff that explains the errors among the others; every other fact is literal.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ class AlertChainDraft(ScriptDraft):
         self.older_releases = [b.decoy("good_release") for _ in range(d.integer(3, 6))]
         self.error_code = b.fact("error_code", "error_code", d.choice(("nilrule", "badcast", "npe")))
         self.error_code_decoy = b.decoy("error_code")
-        self.culprit_flag = b.fact("culprit_flag", "flag", "flag")
+        self.culprit_flag = b.fact("culprit_flag", "flag", "flag", lookup="latent")
         self.side_flags = [b.decoy("culprit_flag") for _ in range(3)]
         self.rollback_id = b.fact("rollback_id", "rollback", "rbk")
         self.new_pod = b.fact("new_pod", "pod", value=self._pod_value())

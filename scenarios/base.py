@@ -26,10 +26,18 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: How a fact is found (mock-model.md v2 change 1): ``literal`` when the agent copies an exact value it
+#: saw next to what identifies it (a pod name in the row marked CrashLoopBackOff), ``latent`` when
+#: finding it takes an association the text does not state next to the value (the culprit among
+#: several candidates, a root cause inferred from symptoms). Each family documents its latent facts.
+Lookup = Literal["literal", "latent"]
+
+
 class Fact(_Model):
     key: str
     value: str = Field(min_length=1)
     kind: str
+    lookup: Lookup = "literal"
 
 
 class Task(_Model):
@@ -146,7 +154,12 @@ class SessionScript(_Model):
         raise KeyError(step_id)
 
     def fact_values(self) -> dict[str, str]:
+        """key -> value of every fact."""
         return {key: fact.value for key, fact in self.facts.items()}
+
+    def lookups(self) -> dict[str, Lookup]:
+        """key -> how the agent finds that fact (task facts are stated, so literal)."""
+        return {key: fact.lookup for key, fact in self.facts.items()}
 
 
 Step.model_rebuild()

@@ -16,6 +16,7 @@ from scenarios.base import (
     Fact,
     Fault,
     Handoff,
+    Lookup,
     ScenarioParams,
     SessionScript,
     Step,
@@ -89,14 +90,17 @@ class ScriptBuilder:
         """A distinctive value ``word-xxxx`` (4 base32 chars) unlike every value drawn so far."""
         return self.distinct(lambda: f"{word}-{self.draws.token(4, BASE32)}")
 
-    def fact(self, key: str, kind: str, word: str | None = None, *, value: str | None = None) -> str:
+    def fact(self, key: str, kind: str, word: str | None = None, *, value: str | None = None,
+             lookup: Lookup = "literal") -> str:
+        """Define fact ``key`` (a fresh value of shape ``word``, or ``value``); ``lookup`` says how the
+        agent finds it (see `scenarios.base.Lookup`)."""
         if key in self.facts:
             raise InvalidScript(f"fact {key!r} defined twice")
         if value is None:
             value = self.value(word or kind)
         elif value not in self._values:
             self._values.append(value)
-        self.facts[key] = Fact(key=key, value=value, kind=kind)
+        self.facts[key] = Fact(key=key, value=value, kind=kind, lookup=lookup)
         return value
 
     def decoy(self, key: str, word: str | None = None, *, value: str | None = None) -> str:

@@ -1,5 +1,9 @@
 """`db_slow_query`: a p99 latency alert on a service backed by Postgres; find the slow database,
-the culprit query in pg_stat_statements, read its plan (a Seq Scan), add the missing index, verify."""
+the culprit query in pg_stat_statements, read its plan (a Seq Scan), add the missing index, verify.
+
+Look-ups (mock-model.md v2 change 1): ``query_id`` is latent, the culprit among the statements
+pg_stat_statements lists, found by comparing their timings with the alert; every other fact is literal.
+"""
 
 from __future__ import annotations
 
@@ -142,7 +146,7 @@ class DbSlowQueryDraft(ScriptDraft):
         self.alert_id = b.fact("alert_id", "alert", "alert")
         self.database = b.fact("database", "database", value=self._database_value())
         self.database_decoys = [b.decoy("database", value=self._database_value()) for _ in range(d.integer(2, 3))]
-        self.query_id = b.fact("query_id", "query_id", "qid")
+        self.query_id = b.fact("query_id", "query_id", "qid", lookup="latent")
         self.query_id_decoys = [b.decoy("query_id", "qid") for _ in range(d.integer(3, 5))]
         table_words = d.sample(TABLE_WORDS, 3)
         self.table = b.fact("table", "table", value=self._identifier(table_words[0]))

@@ -2,6 +2,9 @@
 previous good one and the config flag the new release turned on, roll back, verify.
 
 The text helpers here (release tables, config diffs, rollout logs) are shared with `alert_chain`.
+
+Look-ups (mock-model.md v2 change 1): ``culprit_flag`` is latent, the one flag of the config diff that
+explains the errors among the others changed in the release; every other fact is literal.
 """
 
 from __future__ import annotations
@@ -274,7 +277,7 @@ class DeployRegressionDraft(ScriptDraft):
         self.good_release = b.fact("good_release", "release", "rel")
         self.aborted_release = b.decoy("good_release")  # a canary between the good and the bad release, aborted
         self.older_releases = [b.decoy("good_release") for _ in range(d.integer(3, 6))]
-        self.culprit_flag = b.fact("culprit_flag", "flag", "flag")
+        self.culprit_flag = b.fact("culprit_flag", "flag", "flag", lookup="latent")
         self.side_flags = [b.decoy("culprit_flag") for _ in range(3)]
         self.error_code = b.fact("error_code", "error_code", d.choice(("nilrule", "badcast", "npe")))
         self.error_code_decoy = b.decoy("error_code")

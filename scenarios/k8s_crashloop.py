@@ -1,5 +1,10 @@
 """`k8s_crashloop`: a pod in CrashLoopBackOff because its container is OOMKilled; find it, read
-why, raise its memory limit, verify the rollout."""
+why, raise its memory limit, verify the rollout.
+
+Look-ups (mock-model.md v2 change 1): ``error_code`` is latent, the code that explains the crash among the
+other codes the logs print, read from the OOMKilled symptom; every other fact is literal, printed next to
+what identifies it.
+"""
 
 from __future__ import annotations
 
@@ -45,7 +50,7 @@ class K8sCrashloopDraft(ScriptDraft):
         self.container = b.fact("container", "container", "worker")
         self.oom_event = b.fact("oom_event", "event", "oomevt")
         self.oom_event_decoy = b.decoy("oom_event", "oomevt")
-        self.error_code = b.fact("error_code", "error_code", "heapfail")
+        self.error_code = b.fact("error_code", "error_code", "heapfail", lookup="latent")
         self.error_code_decoy = b.decoy("error_code", "heapfail")
         self.new_revision = b.fact("new_revision", "revision", "rev")
         self.new_pod = b.fact("new_pod", "pod", value=self._pod_value())

@@ -5,6 +5,9 @@ that service's (also very large) logs, restart it, verify.
 Payloads are heavier than other families: the two core log dumps are lognormal around
 ``dump_scale`` times ``payload_median_bytes`` (tens to hundreds of KB, capped by ``payload_max_bytes``)
 with their needle lines deep inside; every other output follows the ordinary payload sizes.
+
+Look-ups (mock-model.md v2 change 1): ``root_cause`` is latent, inferred from the symptoms the
+downstream logs show rather than printed next to the failing trace; every other fact is literal.
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ class LogTriageDraft(ScriptDraft):
         self.error_code = b.fact("error_code", "error_code", code_word)
         self.error_code_decoys = [b.decoy("error_code", code_word) for _ in range(len(self.trace_decoys))]
         cause_word, self.exception, self.cause_message, self.cause_decoy_message = d.choice(CAUSES)
-        self.root_cause = b.fact("root_cause", "root_cause", cause_word)
+        self.root_cause = b.fact("root_cause", "root_cause", cause_word, lookup="latent")
         self.root_cause_decoys = [b.decoy("root_cause", cause_word) for _ in range(d.integer(2, 3))]
         self.restart_id = b.fact("restart_id", "restart", "restart")
 

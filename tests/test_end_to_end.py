@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -76,10 +77,10 @@ def format_table(rows: Sequence[Aggregate]) -> str:
     return "\n".join(lines)
 
 
-def _run(scripts: Sequence[SessionScript], strategy: str, profile_name: str) -> Run:
+def _run(scripts: Sequence[SessionScript], strategy: str, profile_name: str, **switches: Any) -> Run:
     records, calls = [], []
     for script in scripts:
-        result = replay(script, strategy, profile_name)
+        result = replay(script, strategy, profile_name, **switches)
         records.append(result.record)
         calls.append([c for c in result.calls if c.call_kind == "agent"])
     return Run(records, calls)
@@ -97,7 +98,10 @@ def runs(scripts: list[SessionScript]) -> dict[str, Run]:
     # The oracle's window is unlimited; the filter keeps the rule explicit should that change.
     subset = [s for s in scripts[::ORACLE_EVERY] if s.system_prompt_tokens + max(len(p.payload) for p in s.steps)
               < window]
-    out["oracle+unbounded"] = _run(subset, "unbounded", "oracle")
+    # M1 is a control of the model, so the scaffold's tool-output cap is off: a cap can cut a produced
+    # fact out of a long output, which no model and no strategy can bring back (checked below).
+    out["oracle+unbounded"] = _run(subset, "unbounded", "oracle", output_cap_chars=0)
+    out["oracle+unbounded+cap"] = _run(subset, "unbounded", "oracle")
     return out
 
 
@@ -119,6 +123,16 @@ def test_m1_oracle_with_unbounded_context_fails_only_by_the_turn_limit(aggregate
     oracle = aggregates["oracle+unbounded"]
     assert oracle.outcomes["success"] + oracle.outcomes["max_turns"] == oracle.n, oracle.outcomes
     assert oracle.rate("success") >= 0.97
+
+
+def test_under_the_output_cap_the_oracle_fails_only_where_the_cap_cut_a_fact(aggregates: dict[str, Aggregate],
+                                                                           runs: dict[str, Run]) -> None:
+    """v2 change 3: the default cap (30,000 characters) hides what it cuts. With perfect recall, a
+    session fails (other than by the turn limit) only if the cap cut a fact out of an output."""
+    capped = runs["oracle+unbounded+cap"].records
+    failed = [r for r in capped if r.outcome not in ("success", "max_turns")]
+    assert all(r.facts_cut > 0 for r in failed), [(r.session_index, r.outcome) for r in failed]
+    assert all(r.facts_cut == 0 for r in runs["oracle+unbounded"].records)
 
 
 def test_m1_drop_all_success_is_far_below_unbounded_and_sliding_window(aggregates: dict[str, Aggregate]) -> None:

@@ -11,10 +11,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "HasRuntimeDefaults", "Switches"]
+__all__ = ["DEFAULT_OUTPUT_CAP_CHARS", "DEFAULT_TOKEN_BUDGET", "HasRuntimeDefaults", "Switches"]
 
 #: Default token budget of the breaker (mock-model.md 3.2: 2,000,000, J).
 DEFAULT_TOKEN_BUDGET = 2_000_000
+#: Default tool-output cap in characters: OpenHands ``max_message_chars`` and Claude Code's Bash tool
+#: both cap at 30,000 (SWE-agent at 100,000).
+DEFAULT_OUTPUT_CAP_CHARS = 30_000
 
 
 class HasRuntimeDefaults(Protocol):
@@ -26,7 +29,7 @@ class HasRuntimeDefaults(Protocol):
 class Switches(BaseModel):
     """The runtime switches: ``contracts`` validates tool arguments before a tool runs, ``errors``
     picks plain text or three-class structured errors, ``breaker`` blocks dangerous actions and
-    ends the session past ``token_budget`` tokens."""
+    ends the session past ``token_budget`` tokens, ``output_cap_chars`` cuts long tool outputs."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -34,6 +37,9 @@ class Switches(BaseModel):
     errors: Literal["plain", "three_class"] = "plain"
     breaker: bool = False
     token_budget: int = Field(DEFAULT_TOKEN_BUDGET, ge=1)
+    #: Characters a tool output may hold before the runtime cuts its middle (0: uncapped). 30,000 as
+    #: OpenHands' ``max_message_chars`` and Claude Code's Bash tool (mock-model.md v2 change 3).
+    output_cap_chars: int = Field(DEFAULT_OUTPUT_CAP_CHARS, ge=0)
 
     @classmethod
     def for_strategy(cls, strategy: HasRuntimeDefaults, **overrides: Any) -> Switches:

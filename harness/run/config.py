@@ -27,7 +27,7 @@ from harness.sim.profiles import PROFILE_NAMES, Profile, profile, profile_from_t
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.toml"
 #: The embedded default of ``ctxbench sweep`` (a link to ``examples/sweep.toml``, like the above).
 DEFAULT_SWEEP = Path(__file__).resolve().parent / "sweep.toml"
-SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget")
+SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget", "output_cap_chars")
 #: `pipeline` has no defaults; runs with every strategy use the composition strategies.md 3.7 recommends.
 DEFAULT_PIPELINE: dict[str, Any] = {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window"}]}
 
@@ -62,6 +62,8 @@ class StrategyEntry(BaseModel):
     errors: Literal["plain", "three_class"] | None = None
     breaker: bool | None = None
     token_budget: int | None = Field(None, ge=1)
+    #: Tool-output cap in characters (0: uncapped); none = the default of `Switches`.
+    output_cap_chars: int | None = Field(None, ge=0)
     #: This entry's model profile (a name or a table like the run's ``model``); none = the run's.
     model: str | dict[str, Any] | None = None
 

@@ -65,7 +65,8 @@ def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseE
     row: dict[str, Any] = {c: 0 for c in SESSION_COLUMNS}
     row |= {"scenario": scenario, "session_index": index, "seed": seed, "strategy": spec.label, "outcome": "error",
             "contracts": bool(switches["contracts"]), "errors": switches["errors"],
-            "breaker": bool(switches["breaker"]), "family": scenario, "loop_detected": False, "loop_rule": "",
+            "breaker": bool(switches["breaker"]), "output_cap_chars": int(switches["output_cap_chars"]),
+            "family": scenario, "loop_detected": False, "loop_rule": "",
             "context_tokens_mean": 0.0, "latency_s": 0.0, "tool_s": 0.0, "backoff_s": 0.0, "cost_usd": 0.0,
             "summary_cost_usd": 0.0,
             "error": "".join(traceback.format_exception_only(type(e), e)).strip()} | spec.tags

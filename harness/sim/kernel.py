@@ -95,7 +95,8 @@ class Replay:
             self.tally, self.clock, outcome=outcome, loop_rule=rule, throttle_retries=self.throttle.retries,
             scenario=self.scenario, session_index=self.session_index, seed=script.seed, strategy=self.label,
             contracts=self.switches.contracts, errors=self.switches.errors, breaker=self.switches.breaker,
-            family=script.scenario, agents=len(script.agents or ()) or 1,
+            output_cap_chars=self.switches.output_cap_chars, family=script.scenario,
+            agents=len(script.agents or ()) or 1,
         )
         return SessionResult(record=record, calls=self.billing.calls, events=self.events)
 

@@ -63,6 +63,8 @@ class SessionRecord:
     contracts: bool
     errors: str
     breaker: bool
+    #: The ``output_cap_chars`` switch the session ran with (0: uncapped).
+    output_cap_chars: int
     family: str
     agents: int
     turns: int
@@ -80,6 +82,9 @@ class SessionRecord:
     loop_detected: bool
     loop_rule: str
     facts_lost: int
+    #: Facts the tool-output cap cut from an output that held them (a produced fact cut there may never
+    #: reach the context: no strategy can bring it back).
+    facts_cut: int
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int
@@ -127,6 +132,8 @@ class Tally:
     agent_calls: int = 0
     #: Keys the model needed but could not see although a producer had shown them (``facts_lost``).
     lost_keys: set[str] = field(default_factory=set)
+    #: Keys whose value a tool output held but the output cap cut away (``facts_cut``).
+    cut_keys: set[str] = field(default_factory=set)
 
 
 #: The SessionRecord columns that are plain tally counters, copied by name.
@@ -135,14 +142,16 @@ _COUNTED = tuple(f.name for f in fields(SessionRecord) if f.name in Tally.__data
 
 def session_record(tally: Tally, clock: SimClock, *, outcome: Outcome, loop_rule: str, throttle_retries: int,
                    scenario: str, session_index: int, seed: int, strategy: str, contracts: bool, errors: str,
-                   breaker: bool, family: str, agents: int, error: str = "") -> SessionRecord:
+                   breaker: bool, output_cap_chars: int, family: str, agents: int, error: str = "") -> SessionRecord:
     """The row of a finished session: its identity and switches, the outcome, every tally counter
     under its own name, and the figures derived from the tally and the clock."""
     counted = {name: getattr(tally, name) for name in _COUNTED}
     return SessionRecord(
         scenario=scenario, session_index=session_index, seed=seed, strategy=strategy, outcome=outcome,
-        contracts=contracts, errors=errors, breaker=breaker, family=family, agents=agents,
+        contracts=contracts, errors=errors, breaker=breaker, output_cap_chars=output_cap_chars, family=family,
+        agents=agents,
         loop_detected=outcome == "stuck", loop_rule=loop_rule, facts_lost=len(tally.lost_keys),
+        facts_cut=len(tally.cut_keys),
         context_tokens_mean=round(tally.agent_context_tokens_sum / tally.agent_calls, 3) if tally.agent_calls else 0.0,
         throttle_retries=throttle_retries, latency_s=round(clock.now, 6), tool_s=round(clock.spent["tool"], 6),
         backoff_s=round(clock.spent["backoff"], 6), error=error, **counted,

@@ -115,7 +115,9 @@ class MockModel:
         self.seed = script.seed
         self.system_tokens = script.system_prompt_tokens if system_tokens is None else system_tokens
         self.truth = script.fact_values()
-        self._skip_recall: set[str] = set()
+        self.lookups = script.lookups()
+        #: Steps whose current fresh attempt follows a nudge: it skips recall and avoids the last values.
+        self._following_nudge: set[str] = set()
         self._thoughts: dict[tuple[str, str], str] = {}
         self._count = (tokenizer or default_tokenizer()).count
 
@@ -179,19 +181,38 @@ class MockModel:
 
     # Resolving facts (mock-model.md 2.2) ---------------------------------------------------------------
     def banned(self, ctx: Context, step_id: str) -> set[str]:
-        """Values named by a visible structured NOT_FOUND error for this step (mock-model.md 2.2):
-        the value its call sent for the ``bad_arg`` the error names."""
+        """Values this step may not send again (mock-model.md 2.2, v2 change 2): a value one of its calls
+        sent for a fact argument that the visible error result of that call names verbatim, whether the
+        error is plain text ("pod 'api-7f9c' not found") or structured; and, from a structured error,
+        the value sent for the ``bad_arg`` it names. After a followed nudge, also the values of the
+        step's last call (the nudge asks for a change of approach: a new value, 2.3)."""
+        fact_args = self._fact_args(step_id)
         out: set[str] = set()
         messages = ctx.messages
         for i in range(1, len(messages)):
             m = messages[i]
-            if m.step_id != step_id or m.error is None or not m.error.structured or not m.error.bad_arg:
+            if m.step_id != step_id or m.error is None:
                 continue
-            previous = messages[i - 1]
-            for b in previous.blocks:
-                if isinstance(b, ToolUse) and m.error.bad_arg in b.input:
-                    out.add(str(b.input[m.error.bad_arg]))
+            text = m.text
+            for b in messages[i - 1].blocks:
+                if not isinstance(b, ToolUse):
+                    continue
+                for arg, value in b.input.items():
+                    named = m.error.structured and m.error.bad_arg == arg
+                    if named or (arg in fact_args and isinstance(value, str) and value in text):
+                        out.add(str(value))
+        if step_id in self._following_nudge:
+            last = self._last_action(ctx, step_id)
+            if last is not None:
+                out |= {str(v) for arg, v in last.input.items() if arg in fact_args}
         return out
+
+    def _fact_args(self, step_id: str) -> set[str]:
+        """The arguments of the step (or fallback) ``step_id`` that carry fact values."""
+        try:
+            return set(self.script.step_by_id(step_id).fact_args())
+        except KeyError:  # "final" and "handoff" make no tool call
+            return set()
 
     def _wrong_value(self, ctx: Context, step_id: str, key: str) -> str:
         banned = self.banned(ctx, step_id)
@@ -211,17 +232,18 @@ class MockModel:
                 return value
             n += 1
 
-    def _recall(self, ctx: Context, key: str, L: int, step_id: str, attempt: int) -> tuple[bool, dict[str, float]]:
-        """The recall draw of a visible key (mock-model.md 2.1): ``p_recall(L, x)`` at the middle ``x``
-        of the newest message holding it, against ``u("recall", step, attempt, key)``. Returns whether
-        it was recalled and the trace fields x, p, u."""
+    def _recall(self, ctx: Context, key: str, L: int, step_id: str, attempt: int) -> tuple[bool, dict[str, Any]]:
+        """The recall draw of a visible key (mock-model.md 2.1, v2 change 1): ``p_recall(L, x)`` of the
+        key's look-up kind at the middle ``x`` of the newest message holding it, against
+        ``u("recall", step, attempt, key)``. Returns whether it was recalled and the trace fields."""
         holder = self._newest_holder(ctx, key)
         assert holder is not None
         before, m = holder
         x = (before + m.tokens / 2) / L
-        p = self.profile.p_recall(L, x)
+        lookup = self.lookups.get(key, "literal")
+        p = self.profile.p_recall(L, x, lookup)
         draw = self.u("recall", step_id, attempt, key)
-        return draw < p, {"x": round(x, 4), "p": round(p, 4), "u": round(draw, 4)}
+        return draw < p, {"x": round(x, 4), "p": round(p, 4), "u": round(draw, 4), "lookup": lookup}
 
     def _resolve(self, ctx: Context, pointer: Pointer, key: str, depth: int, L: int,
                  trace: list[dict[str, Any]]) -> _Resolution:
@@ -229,7 +251,7 @@ class MockModel:
         entry: dict[str, Any] = {"key": key, "depth": depth}
         visible = ctx.messages.fact_counts.get(key, 0) > 0
         entry["visible"] = visible
-        if visible and s not in self._skip_recall:
+        if visible and s not in self._following_nudge:
             recalled, drawn = self._recall(ctx, key, L, s, a)
             entry |= drawn
             if recalled:
@@ -292,11 +314,11 @@ class MockModel:
             if self._nudge_visible(ctx, s) and self.u("nudge", s, a) < self.profile.p_nudge_follow:
                 if step.fault is not None and step.fault.fallback is not None:
                     return Decision("call", None, "", "nudge_fallback", switch_to_fallback=True)
-                self._skip_recall.add(s)
+                self._following_nudge.add(s)
                 try:
                     return self._fresh(ctx, pointer, branch="nudge")
                 finally:
-                    self._skip_recall.discard(s)
+                    self._following_nudge.discard(s)
             if self.u("repeat", s, a) < self.profile.p_repeat_error:
                 resent = self._resend(ctx, s, "repeat")
                 if resent is not None:
@@ -422,8 +444,8 @@ class MockModel:
         for i, m in enumerate(messages):
             for key in m.facts:
                 newest[key] = i
-        p_keep = self.profile.p_keep(tokens_in)
-        kept = [k for k in sorted(newest) if self.u("keep", at_step, n, k) < p_keep]
+        kept = [k for k in sorted(newest)
+                if self.u("keep", at_step, n, k) < self.profile.p_keep(tokens_in, self.lookups.get(k, "literal"))]
         goals = [k for k in self.script.final_facts if k in kept]
         others = sorted((k for k in kept if k not in goals), key=lambda k: -newest[k])
         task_line = ""

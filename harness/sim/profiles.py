@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from scenarios.base import Lookup
 
 Probability = Field(ge=0, le=1)
 
@@ -29,9 +32,14 @@ class Profile(BaseModel):
     window_tokens: int = Field(ge=1024)
     #: Recall of a visible fact at short length (NoLiMa base scores: GPT-4o 99.3, GPT-4o-mini 84.9).
     p_max: float = Probability
-    #: Length decay r(L) = 1 / (1 + (L / L_half)^k); fitted to Context Rot / NoLiMa.
+    #: Length decay r(L) = 1 / (1 + (L / L_half)^k) of a latent look-up (mock-model.md v2 change 1):
+    #: fitted to Context Rot / NoLiMa, whose needles never match the question literally.
     L_half: float = Field(gt=0)
     k: float = Field(gt=0)
+    #: The same decay for a literal look-up (an exact value copied from the text): least squares to
+    #: the profile's RULER row (`LITERAL_SOURCES`, `fit_length_curve`). None: the latent curve.
+    L_half_literal: float | None = Field(default=None, gt=0)
+    k_literal: float | None = Field(default=None, gt=0)
     #: Depth of the middle trough at 4K tokens (Lost in the Middle: GPT-3.5 middle/first 0.71).
     D0: float = Field(ge=0, le=0.6)
     #: Divide by the mean of the position factor so length fits (already averaged over depth)
@@ -82,11 +90,14 @@ class Profile(BaseModel):
     max_attempts_per_step: int = Field(default=12, ge=1)
 
     # The curves of mock-model.md 2.1 --------------------------------------------------------------
-    def length_factor(self, tokens: float) -> float:
-        """r(L)."""
-        if math.isinf(self.L_half):
+    def length_factor(self, tokens: float, lookup: Lookup = "latent") -> float:
+        """r(L) of the look-up kind's curve."""
+        L_half, k = self.L_half, self.k
+        if lookup == "literal" and self.L_half_literal is not None:
+            L_half, k = self.L_half_literal, self.k_literal if self.k_literal is not None else self.k
+        if math.isinf(L_half):
             return 1.0
-        return 1.0 / (1.0 + (max(tokens, 0.0) / self.L_half) ** self.k)
+        return 1.0 / (1.0 + (max(tokens, 0.0) / L_half) ** k)
 
     def trough_depth(self, tokens: float) -> float:
         """D(L) = clamp(D0 + 0.05 * log2(L / 4096), 0, 0.6); 0 when D0 is 0 (no position effect)."""
@@ -94,16 +105,18 @@ class Profile(BaseModel):
             return 0.0
         return min(0.6, max(0.0, self.D0 + 0.05 * math.log2(max(tokens, 1.0) / 4096)))
 
-    def p_recall(self, tokens: float, position: float) -> float:
-        """Probability of copying a visible fact's value, at prompt length L and relative position x."""
+    def p_recall(self, tokens: float, position: float, lookup: Lookup = "latent") -> float:
+        """Probability of finding a visible fact's value, at prompt length L and relative position x, for
+        a look-up of that kind (the position factor and p_max are the same for both kinds)."""
         depth = self.trough_depth(tokens)
         position_factor = 1.0 - depth * math.sin(math.pi * position) ** 2
         norm = (1.0 - depth / 2) if self.position_mean_normalise else 1.0
-        return min(1.0, self.p_max * self.length_factor(tokens) * position_factor / norm)
+        return min(1.0, self.p_max * self.length_factor(tokens, lookup) * position_factor / norm)
 
-    def p_keep(self, tokens_in: float) -> float:
-        """Probability a summary keeps a visible fact: keep_max * r_sum(N_in) (mock-model.md 4)."""
-        return self.keep_max * self.length_factor(tokens_in)
+    def p_keep(self, tokens_in: float, lookup: Lookup = "latent") -> float:
+        """Probability a summary keeps a visible fact: keep_max * r_sum(N_in) with the curve of the
+        fact's look-up kind (mock-model.md 4 and v2 change 1)."""
+        return self.keep_max * self.length_factor(tokens_in, lookup)
 
     def p_malformed(self, tokens: float, noise: float) -> float:
         growth = 1.0 + self.g_L * math.log2(max(tokens, 4096.0) / 4096.0)
@@ -122,9 +135,62 @@ class Profile(BaseModel):
         ) / 1e6
 
 
+# Literal recall: RULER rows and the least-squares fit -----------------------------------------------
+
+#: RULER's context lengths (tokens) and the rows the literal curves are fitted to: mean accuracy (%)
+#: over its 13 tasks [RULER, 2024, arXiv 2404.06654; the NVIDIA/RULER leaderboard, which adds
+#: Llama-3.1-8B-Instruct (July 2024)].
+RULER_LENGTHS: tuple[int, ...] = (4096, 8192, 16_384, 32_768, 65_536, 131_072)
+RULER_ROWS: dict[str, tuple[float, ...]] = {
+    "Gemini-1.5-pro": (96.7, 95.8, 96.0, 95.9, 95.9, 94.4),
+    "GPT-4-1106-preview": (96.6, 96.3, 95.2, 93.2, 87.0, 81.2),
+    "Llama-3.1-8B-Instruct": (95.5, 93.8, 91.6, 87.4, 84.7, 77.0),
+    "Mistral-7B-Instruct-v0.2": (93.6, 91.2, 87.2, 75.4, 49.0, 13.8),
+}
+#: The RULER row each profile's literal curve is fitted to (mock-model.md v2 change 1). frontier: the
+#: best 128K row that RULER's authors ran themselves (Gemini-1.5-pro, 94.4; Jamba-1.5-large's 95.1 is
+#: reported by its own authors). Its row barely decays, so the fit ends at the search bound of
+#: L_half = 1e9 tokens: no decay measurable within any window.
+LITERAL_SOURCES: dict[str, str] = {
+    "frontier": "Gemini-1.5-pro",
+    "mid": "GPT-4-1106-preview",
+    "small": "Llama-3.1-8B-Instruct",
+    "stress-2023": "Mistral-7B-Instruct-v0.2",
+}
+#: RMSE (probability units) of each stored literal fit against its row; `fit_length_curve` reproduces
+#: the stored L_half_literal and k_literal (checked by the tests).
+LITERAL_FIT_RMSE: dict[str, float] = {"frontier": 0.0080, "mid": 0.0069, "small": 0.0063, "stress-2023": 0.0240}
+#: The fit's search box: log10(L_half) in [3, 9], k in [0.05, 5].
+_FIT_LOG10_L_HALF = (3.0, 9.0)
+_FIT_K = (0.05, 5.0)
+
+
+def fit_length_curve(row: Sequence[float], p_max: float,
+                     lengths: Sequence[int] = RULER_LENGTHS) -> tuple[float, float, float]:
+    """(L_half, k, RMSE) minimising the squared error of ``p_max / (1 + (L / L_half)^k)`` against
+    ``row`` (accuracies in %): a grid over the search box refined twice, deterministic."""
+    L = np.asarray(lengths, dtype=float)
+    y = np.asarray(row, dtype=float) / 100.0
+
+    def best(log_l_half: np.ndarray, ks: np.ndarray) -> tuple[float, float, float]:
+        grid_l, grid_k = np.meshgrid(log_l_half, ks, indexing="ij")
+        pred = p_max / (1.0 + (L / 10.0 ** grid_l[..., None]) ** grid_k[..., None])
+        sse = ((pred - y) ** 2).sum(axis=-1)
+        i = np.unravel_index(int(np.argmin(sse)), sse.shape)
+        return float(grid_l[i]), float(grid_k[i]), float(sse[i])
+
+    lo, hi = _FIT_LOG10_L_HALF
+    k_lo, k_hi = _FIT_K
+    log_l, k, sse = best(np.arange(lo, hi + 1e-9, 0.01), np.arange(k_lo, k_hi + 1e-9, 0.005))
+    for step in (0.001, 0.0001):
+        log_l, k, sse = best(np.clip(np.arange(log_l - 20 * step, log_l + 20.5 * step, step), lo, hi),
+                             np.clip(np.arange(k - 10 * step, k + 10.25 * step, step / 2), k_lo, k_hi))
+    return 10.0 ** log_l, k, math.sqrt(sse / len(L))
+
+
 _BUILTIN: dict[str, dict[str, Any]] = {
     "frontier": dict(
-        window_tokens=200_000, p_max=0.995, L_half=280_000, k=1.0, D0=0.10,
+        window_tokens=200_000, p_max=0.995, L_half=280_000, k=1.0, L_half_literal=1e9, k_literal=0.315, D0=0.10,
         p_malformed_base=0.005, g_L=0.15, g_N=1.0, p_fix=0.95, p_repeat_error=0.15, p_refetch=0.90,
         p_nudge_follow=0.60, p_shortcut=0.05, keep_max=0.97, max_summary_tokens=1500, thought_tokens=120,
         base_s=0.8, b_uncached=1.0e-4, b_cached=1.5e-5, decode_tps=70, sigma=0.35,
@@ -132,7 +198,7 @@ _BUILTIN: dict[str, dict[str, Any]] = {
         cache_min_tokens=1024, cache_ttl_s=300, cache_granularity=1,
     ),
     "mid": dict(
-        window_tokens=128_000, p_max=0.99, L_half=71_000, k=1.05, D0=0.15,
+        window_tokens=128_000, p_max=0.99, L_half=71_000, k=1.05, L_half_literal=898_000, k_literal=0.785, D0=0.15,
         p_malformed_base=0.01, g_L=0.2, g_N=1.0, p_fix=0.90, p_repeat_error=0.20, p_refetch=0.80,
         p_nudge_follow=0.50, p_shortcut=0.10, keep_max=0.95, max_summary_tokens=1500, thought_tokens=120,
         base_s=0.45, b_uncached=6e-5, b_cached=1e-5, decode_tps=130, sigma=0.35,
@@ -140,7 +206,7 @@ _BUILTIN: dict[str, dict[str, Any]] = {
         cache_min_tokens=1024, cache_ttl_s=300, cache_granularity=128,
     ),
     "small": dict(
-        window_tokens=128_000, p_max=0.97, L_half=24_000, k=1.0, D0=0.20,
+        window_tokens=128_000, p_max=0.97, L_half=24_000, k=1.0, L_half_literal=887_000, k_literal=0.711, D0=0.20,
         p_malformed_base=0.05, g_L=0.3, g_N=1.0, p_fix=0.80, p_repeat_error=0.30, p_refetch=0.60,
         p_nudge_follow=0.30, p_shortcut=0.20, keep_max=0.90, max_summary_tokens=1000, thought_tokens=80,
         base_s=0.4, b_uncached=4e-5, b_cached=6e-6, decode_tps=180, sigma=0.35,
@@ -148,7 +214,7 @@ _BUILTIN: dict[str, dict[str, Any]] = {
         cache_min_tokens=1024, cache_ttl_s=300, cache_granularity=128,
     ),
     "stress-2023": dict(
-        window_tokens=16_384, p_max=0.95, L_half=17_000, k=1.0, D0=0.29,
+        window_tokens=16_384, p_max=0.95, L_half=17_000, k=1.0, L_half_literal=63_500, k_literal=2.097, D0=0.29,
         p_malformed_base=0.08, g_L=0.3, g_N=1.0, p_fix=0.70, p_repeat_error=0.40, p_refetch=0.50,
         p_nudge_follow=0.20, p_shortcut=0.30, keep_max=0.85, max_summary_tokens=800, thought_tokens=80,
         base_s=1.0, b_uncached=1.0e-4, b_cached=1.0e-4, decode_tps=50, sigma=0.5,
@@ -157,7 +223,7 @@ _BUILTIN: dict[str, dict[str, Any]] = {
     ),
     # Test-only control: perfect recall, no decay, no trough, no malformed calls, unlimited window.
     "oracle": dict(
-        window_tokens=10**9, p_max=1.0, L_half=math.inf, k=1.0, D0=0.0,
+        window_tokens=10**9, p_max=1.0, L_half=math.inf, k=1.0, L_half_literal=math.inf, k_literal=1.0, D0=0.0,
         p_malformed_base=0.0, g_L=0.0, g_N=0.0, p_fix=1.0, p_repeat_error=0.0, p_refetch=1.0,
         p_nudge_follow=1.0, p_shortcut=0.0, keep_max=1.0, max_summary_tokens=1500, thought_tokens=120,
         base_s=0.8, b_uncached=1.0e-4, b_cached=1.5e-5, decode_tps=70, sigma=0.35,

@@ -31,7 +31,8 @@ from harness.sim.metrics import SessionEnded, Tally
 from harness.sim.model import RAW_KEY, ToolCall, concrete_args
 from scenarios.base import Step
 
-__all__ = ["CONTRACT_RETRIES", "HTTP_404_S", "TIMEOUT_RETRIES", "VALIDATION_S", "ToolOutcome", "ToolPlayer"]
+__all__ = ["CONTRACT_RETRIES", "HTTP_404_S", "TIMEOUT_RETRIES", "VALIDATION_S", "ToolOutcome", "ToolPlayer",
+           "cap_output"]
 
 #: Reflective retries allowed after a contract error (mock-model.md 3.2).
 CONTRACT_RETRIES = 2
@@ -74,7 +75,16 @@ class ToolPlayer:
         return checked if isinstance(checked, ContractError) else None
 
     def play(self, agent: AgentState, call: ToolCall, checked: ContractError | None) -> ToolOutcome:
-        """Run ``call`` for ``agent``; ``checked`` is its contract error from `check`, if any."""
+        """Run ``call`` for ``agent``; ``checked`` is its contract error from `check`, if any. The
+        output is capped (``output_cap_chars``) before anyone, the strategy included, sees it."""
+        outcome = self._play(agent, call, checked)
+        capped = cap_output(outcome.text, self.switches.output_cap_chars)
+        if capped is outcome.text:
+            return outcome
+        self.tally.cut_keys.update(k for k, v in self.truth.items() if v in outcome.text and v not in capped)
+        return ToolOutcome(outcome.status, capped, outcome.completes)
+
+    def _play(self, agent: AgentState, call: ToolCall, checked: ContractError | None) -> ToolOutcome:
         if checked is not None:
             return self._malformed(agent, call, checked)
         agent.contract_failures = 0
@@ -209,6 +219,19 @@ class ToolPlayer:
 
     def _matches(self, step: Step, args: dict[str, Any]) -> bool:
         return args == concrete_args(step, self.truth)
+
+
+def cap_output(text: str, cap: int) -> str:
+    """``text`` cut to about ``cap`` characters as real scaffolds cut tool outputs (mock-model.md v2
+    change 3): the head and the tail kept, one marker line with the number of characters cut in the
+    middle. Facts in the cut part are no longer in the text. ``cap`` 0 keeps everything; a text within
+    the cap is returned as it is (the same object)."""
+    if cap <= 0 or len(text) <= cap:
+        return text
+    head = cap // 2
+    tail = cap - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut:,} characters cut by the tool-output cap ...]\n{text[len(text) - tail:]}"
 
 
 def _crash_text(call: ToolCall, error: ContractError) -> str:

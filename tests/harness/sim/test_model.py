@@ -303,18 +303,43 @@ def test_a_ban_lasts_only_while_its_not_found_error_is_visible(session: Session)
     assert forgotten.call is not None and forgotten.call.args["pod"] == DECOY_POD
 
 
-def test_plain_not_found_bans_nothing_and_repeats_the_wrong_value(session: Session) -> None:
+def test_plain_not_found_that_names_the_value_bans_it(session: Session) -> None:
+    """v2 change 2: a plain error that names the value sent bans it, as a structured bad_arg does."""
     p = profile("oracle", p_max=0.0, p_refetch=0.0, p_repeat_error=0.0)
     ctx = context(session.task(), *session.done("s1"))
     model = session.model(p)
     first = model.decide(ctx, session.pointer("s2", 0, producers=("s1",)))
-    assert first.call is not None
+    assert first.call is not None and first.call.args["pod"] == DECOY_POD
     ctx.messages.extend([session.action("s2", dict(first.call.args)),
                          session.result("s2", f"Error: pod '{DECOY_POD}' not found", "error")])
     second = model.decide(ctx, session.pointer("s2", 1, producers=("s1",)))
-    assert model.banned(ctx, "s2") == set()
+    assert model.banned(ctx, "s2") == {DECOY_POD}
     assert second.branch == "fresh"
-    assert second.call is not None and second.call.args["pod"] == DECOY_POD
+    assert second.call is not None and second.call.args["pod"] not in (DECOY_POD, BAD_POD)
+
+
+def test_a_plain_error_that_does_not_name_the_value_bans_nothing(session: Session) -> None:
+    ctx = plain_error_context(session, nudge=False)
+    assert session.model(profile("oracle")).banned(ctx, "s2") == set()
+
+
+def test_followed_nudge_without_fallback_makes_a_new_wrong_value(session: Session) -> None:
+    """2.3 "follow the nudge": skip recall and, with no handle, re-call or shortcut, a new wrong value:
+    never the value the step's last call sent."""
+    p = profile("oracle", p_max=0.0, p_refetch=0.0, p_shortcut=0.0, p_nudge_follow=1.0, p_repeat_error=0.0)
+    model = session.model(p)
+    msgs = [session.task(), *session.done("s1")]
+    first = model.decide(context(*msgs), session.pointer("s2", 0, producers=("s1",)))
+    assert first.call is not None
+    sent = dict(first.call.args)
+    for _ in range(3):
+        msgs += [session.action("s2", sent, thought="same"),
+                 session.result("s2", "Error: kubectl_logs: 404 Not Found", "error")]
+    msgs.append(session.text("you called kubectl_logs with the same arguments 3 times and got an error",
+                             kind="nudge", step_id="s2"))
+    decision = model.decide(context(*msgs), session.pointer("s2", 3, producers=("s1",)))
+    assert decision.branch == "nudge"
+    assert decision.call is not None and decision.call.args["pod"] != sent["pod"]
 
 
 def plain_error_context(s: Session, nudge: bool) -> Context:

@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.sim.profiles import PROFILE_NAMES, Profile, load_profile, profile
+from harness.sim.profiles import (
+    LITERAL_FIT_RMSE,
+    LITERAL_SOURCES,
+    PROFILE_NAMES,
+    RULER_ROWS,
+    Profile,
+    fit_length_curve,
+    load_profile,
+    profile,
+)
 
 
 @pytest.fixture(scope="module")
@@ -232,3 +241,42 @@ def _toml(value: object) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "inf"
     return repr(value)
+
+
+# Literal look-ups (mock-model.md v2 change 1) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(LITERAL_SOURCES))
+def test_literal_curve_is_the_least_squares_fit_of_its_ruler_row(name: str) -> None:
+    p = profile(name)
+    l_half, k, rmse = fit_length_curve(RULER_ROWS[LITERAL_SOURCES[name]], p.p_max)
+    assert p.L_half_literal == pytest.approx(l_half, rel=0.005)
+    assert p.k_literal == pytest.approx(k, abs=0.001)
+    assert LITERAL_FIT_RMSE[name] == pytest.approx(rmse, abs=0.0005)
+
+
+def test_the_fit_recovers_a_curve_it_was_given() -> None:
+    lengths = (4096, 8192, 16_384, 32_768, 65_536, 131_072)
+    row = [100 * 0.99 / (1 + (n / 300_000) ** 1.2) for n in lengths]
+    l_half, k, rmse = fit_length_curve(row, 0.99, lengths)
+    assert l_half == pytest.approx(300_000, rel=0.01)
+    assert k == pytest.approx(1.2, abs=0.005)
+    assert rmse < 1e-4
+
+
+@pytest.mark.parametrize("name", ["mid", "small", "stress-2023"])
+def test_literal_recall_decays_slower_than_latent(name: str) -> None:
+    p = profile(name)
+    length = min(32_000, p.window_tokens - 1)
+    assert p.p_recall(length, 0.5, "literal") > p.p_recall(length, 0.5, "latent")
+    assert p.p_recall(length, 0.5) == p.p_recall(length, 0.5, "latent")
+
+
+def test_a_profile_without_a_literal_curve_uses_the_latent_one() -> None:
+    p = profile("mid", L_half_literal=None, k_literal=None)
+    assert p.p_recall(50_000, 0.3, "literal") == p.p_recall(50_000, 0.3, "latent")
+
+
+def test_summary_keep_uses_the_curve_of_the_facts_kind() -> None:
+    p = profile("mid")
+    assert p.p_keep(60_000, "literal") > p.p_keep(60_000, "latent")
