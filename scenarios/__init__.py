@@ -5,6 +5,7 @@ Third-party packages add families through the ``ctxbench.scenarios`` entry-point
 
 from scenarios import (  # noqa: F401  importing registers the built-in families
     alert_chain,
+    code_repair,
     db_slow_query,
     deploy_regression,
     k8s_crashloop,

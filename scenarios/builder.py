@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from harness.core.switches import DEFAULT_OUTPUT_CAP_CHARS
 from harness.core.tools import CATALOGUE, TOOL_LATENCY_SIGMA, arg_types, contract
 from scenarios.base import (
     LITERAL_PREFIX,
@@ -24,7 +25,7 @@ from scenarios.base import (
     check_script,
 )
 from scenarios.draws import BASE32, Draws, derive_seed
-from scenarios.text import Clock, fit
+from scenarios.text import Clock, facts_within_cap, fit
 
 #: Default session length mix (J): lognormal, median 60 tool calls, clipped to [20, 200] so that an
 #: ideal agent finishes within the 250-turn limit even with a few faults.
@@ -144,13 +145,16 @@ class ScriptBuilder:
             raise InvalidScript(f"step id {sid!r} used twice")
         self._step_ids.add(sid)
         needs = sorted({ref for ref in args.values() if not ref.startswith(LITERAL_PREFIX)})
+        produced = {k: self.v(k) for k in produces}
+        # A real tool prints this output behind the default cap: its facts must be where the cap keeps.
+        payload = facts_within_cap(payload, list(produced.values()), DEFAULT_OUTPUT_CAP_CHARS)
         return Step(
             id=sid,
             tool=tool,
             args=dict(args),
             arg_types={a: types[a] for a in args},
             needs=needs,
-            produces={k: self.v(k) for k in produces},
+            produces=produced,
             payload=payload,
             latency_s=self._latency(tool),
             fault=fault,

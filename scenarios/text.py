@@ -12,7 +12,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from harness.core.tools import cap_output
 from scenarios.draws import BASE32, HEX, Draws
+
+#: Characters left between the start of a capped output's kept tail and a block of fact lines moved
+#: there (`facts_within_cap`), so the cut's marker line and line ends never split the block.
+TAIL_MARGIN_CHARS = 200
 
 LEVELS = ("DEBUG", "INFO", "INFO", "INFO", "INFO", "WARN", "ERROR")
 ROUTES = ("/api/v1/orders", "/api/v1/cart", "/api/v1/payments", "/healthz", "/api/v1/users", "/api/v1/search")
@@ -155,3 +160,25 @@ def fit(text: str, limit: int) -> str:
         return text
     cut = text.rfind("\n", 0, limit)
     return text[:cut] if cut > 0 else text[:limit]
+
+
+def facts_within_cap(payload: str, values: Sequence[str], cap: int) -> str:
+    """``payload`` as a tool behind a ``cap``-character output limit shows it to an agent that queries
+    for the incident: when a value the step produces sits where `cap_output` would cut the middle, the
+    lines from the first to the last line holding one move to the start of the kept tail (tools print
+    the newest lines last, and the incident's are the newest that matter). Anything else is left as it
+    is, so an output within the cap, or whose facts survive it, does not change."""
+    if cap <= 0 or len(payload) <= cap or all(v in cap_output(payload, cap) for v in values):
+        return payload
+    lines = payload.split("\n")
+    hits = [i for i, line in enumerate(lines) if any(v in line for v in values)]
+    block = lines[hits[0]:hits[-1] + 1]
+    rest = lines[:hits[0]] + lines[hits[-1] + 1:]
+    room = cap - cap // 2 - len("\n".join(block)) - TAIL_MARGIN_CHARS
+    if room < 0:  # the facts are too far apart for any tail to hold them: leave the text alone
+        return payload
+    after, used = 0, 0
+    while after < len(rest) and used + len(rest[-1 - after]) + 1 <= room:
+        used += len(rest[-1 - after]) + 1
+        after += 1
+    return "\n".join(rest[:len(rest) - after] + block + rest[len(rest) - after:])

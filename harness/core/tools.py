@@ -196,6 +196,70 @@ class RetrievePayload(ToolArgs):
     length: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
+# Code repair (scenarios.code_repair): a SWE-agent-like set. Latencies (J): file operations a few
+# tenths of a second (the viewer, grep and edit run in a container), a pytest run several seconds.
+RepoPath = Annotated[StrictStr, Field(min_length=1, max_length=400, pattern=r"^[^/\s]\S*$")]
+LineNumber = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+
+
+class OpenFile(ToolArgs):
+    description = "Open a file in the viewer: the 100-line window around a line (default the first), numbered."
+    median_latency_s = 0.3
+    path: RepoPath
+    line: LineNumber | None = None
+
+
+class Scroll(ToolArgs):
+    description = "Move the viewer on a file to the 100-line window that starts at a line."
+    median_latency_s = 0.3
+    path: RepoPath
+    line: LineNumber
+
+
+class SearchRepo(ToolArgs):
+    description = ("Search the files under a path (default the repository root) for a text; lists path:line:text "
+                   "matches, or asks to narrow the search when more than 100 lines match.")
+    median_latency_s = 0.5
+    pattern: Annotated[StrictStr, Field(min_length=1)]
+    path: RepoPath | None = None
+
+
+class RunTests(ToolArgs):
+    description = "Run pytest on a test path or test id (default: the whole suite)."
+    median_latency_s = 8.0
+    target: Annotated[StrictStr, Field(min_length=1)] | None = None
+    tb: Literal["auto", "long", "short", "line", "no"] = "auto"
+    verbose: StrictBool = False
+    keyword: Annotated[StrictStr, Field(min_length=1)] | None = None
+
+
+class EditFile(ToolArgs):
+    description = "Replace lines start_line..end_line (inclusive) of a file with new text; shows the edited window."
+    median_latency_s = 0.4
+    path: RepoPath
+    start_line: LineNumber
+    end_line: LineNumber
+    replacement: StrictStr
+
+
+class Bash(ToolArgs):
+    description = "Run a shell command in the repository and return its output."
+    median_latency_s = 0.5
+    command: Annotated[StrictStr, Field(min_length=1)]
+
+
+class Submit(ToolArgs):
+    description = "Submit the working tree's changes as the final patch (prints the diff)."
+    median_latency_s = 1.0
+
+
+class DeleteFile(ToolArgs):
+    description = "Delete a file from the repository."
+    dangerous = True
+    median_latency_s = 0.2
+    path: RepoPath
+
+
 #: Every tool by name. Order is the order a model sees them in.
 CATALOGUE: dict[str, type[ToolArgs]] = {
     "kubectl_get": KubectlGet,
@@ -215,6 +279,14 @@ CATALOGUE: dict[str, type[ToolArgs]] = {
     "release_diff": ReleaseDiff,
     "rollback": Rollback,
     "restart_service": RestartService,
+    "open_file": OpenFile,
+    "scroll": Scroll,
+    "search_repo": SearchRepo,
+    "run_tests": RunTests,
+    "edit_file": EditFile,
+    "bash": Bash,
+    "submit": Submit,
+    "delete_file": DeleteFile,
     "retrieve_payload": RetrievePayload,
 }
 
@@ -281,6 +353,19 @@ class EngineeringError:
 
 #: The error of a tool call that the agent can act on (fatal stops end the session instead).
 ToolError = ContractError | EngineeringError
+
+
+def cap_output(text: str, cap: int) -> str:
+    """``text`` cut to about ``cap`` characters as real scaffolds cut tool outputs (mock-model.md v2
+    change 3): the head and the tail kept, one marker line with the number of characters cut in the
+    middle. Facts in the cut part are no longer in the text. ``cap`` 0 keeps everything; a text within
+    the cap is returned as it is (the same object)."""
+    if cap <= 0 or len(text) <= cap:
+        return text
+    head = cap // 2
+    tail = cap - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut:,} characters cut by the tool-output cap ...]\n{text[len(text) - tail:]}"
 
 
 def render_error(error: ToolError, *, structured: bool) -> str:

@@ -22,6 +22,7 @@ from harness.core.tools import (
     ContractError,
     EngineeringError,
     ToolError,
+    cap_output,
     render_error,
     validate_call,
 )
@@ -31,8 +32,7 @@ from harness.sim.metrics import SessionEnded, Tally
 from harness.sim.model import RAW_KEY, ToolCall, concrete_args
 from scenarios.base import Step
 
-__all__ = ["CONTRACT_RETRIES", "HTTP_404_S", "TIMEOUT_RETRIES", "VALIDATION_S", "ToolOutcome", "ToolPlayer",
-           "cap_output"]
+__all__ = ["CONTRACT_RETRIES", "HTTP_404_S", "TIMEOUT_RETRIES", "VALIDATION_S", "ToolOutcome", "ToolPlayer"]
 
 #: Reflective retries allowed after a contract error (mock-model.md 3.2).
 CONTRACT_RETRIES = 2
@@ -219,19 +219,6 @@ class ToolPlayer:
 
     def _matches(self, step: Step, args: dict[str, Any]) -> bool:
         return args == concrete_args(step, self.truth)
-
-
-def cap_output(text: str, cap: int) -> str:
-    """``text`` cut to about ``cap`` characters as real scaffolds cut tool outputs (mock-model.md v2
-    change 3): the head and the tail kept, one marker line with the number of characters cut in the
-    middle. Facts in the cut part are no longer in the text. ``cap`` 0 keeps everything; a text within
-    the cap is returned as it is (the same object)."""
-    if cap <= 0 or len(text) <= cap:
-        return text
-    head = cap // 2
-    tail = cap - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut:,} characters cut by the tool-output cap ...]\n{text[len(text) - tail:]}"
 
 
 def _crash_text(call: ToolCall, error: ContractError) -> str:

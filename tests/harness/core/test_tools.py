@@ -40,9 +40,17 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "release_diff": {"service": "api", "from_release": "r41", "to_release": "r42"},
     "rollback": {"service": "api", "to_release": "r41"},
     "restart_service": {"service": "api", "namespace": "shop"},
+    "open_file": {"path": "ledgerkit/cart.py", "line": 118},
+    "scroll": {"path": "ledgerkit/cart.py", "line": 201},
+    "search_repo": {"pattern": "def total", "path": "ledgerkit"},
+    "run_tests": {"target": "tests/test_cart.py::test_total", "tb": "short", "verbose": True},
+    "edit_file": {"path": "ledgerkit/cart.py", "start_line": 118, "end_line": 119, "replacement": "    return 0"},
+    "bash": {"command": "git log --oneline -n 5"},
+    "submit": {},
+    "delete_file": {"path": "tests/test_cart.py"},
     "retrieve_payload": {"handle": "ref_0123456789ab", "key": "bad_pod"},
 }
-DANGEROUS = {"kubectl_delete_namespace", "db_drop_table"}
+DANGEROUS = {"kubectl_delete_namespace", "db_drop_table", "delete_file"}
 
 
 def test_every_catalogue_tool_has_a_valid_example() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.core.tools import cap_output
 from harness.sim.kernel import replay
 from harness.sim.profiles import profile
-from harness.sim.tool_player import cap_output
 from tests.harness.scripts import crashloop_script
 
 
