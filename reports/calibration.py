@@ -1,5 +1,7 @@
 """Calibration plots: the mock model's recall curves against the published points they were fitted
-to (mock-model.md 9, 11), with the end-to-end probe measurements and their intervals.
+to (mock-model.md 9, 11 and v2 change 1), with the end-to-end probe measurements and their intervals.
+Each profile has two curves: ``latent`` look-ups (fitted to NoLiMa / Context Rot, drawn solid) and
+``literal`` look-ups (fitted to the profile's RULER row, drawn dashed).
 
 This module reads tables only: the curve and probe frames that ``harness.sim.calibration`` makes (it does
 not import that module, or the model: ``reports`` stays off the runtime). The published numbers are
@@ -45,16 +47,31 @@ class PublishedPoint:
     #: The profile anchored on it (mock-model.md 9).
     profile: str
     note: str
+    #: The look-up kind it anchors: ``literal`` (RULER rows) or ``latent`` (NoLiMa, Context Rot, Lost in
+    #: the Middle's document QA).
+    lookup: str = "latent"
 
 
 #: Lengths written "4K", "32K", "113K", "128K" in the spec are read as 4,096, 32,000, 113,000 and
 #: 128,000 tokens, as tests/test_calibration.py reads them; on a log axis the difference from 131,072 is
 #: invisible.
 PUBLISHED_POINTS: tuple[PublishedPoint, ...] = (
-    PublishedPoint("RULER", "GPT-4-1106", 4_096, None, 0.966, "frontier",
-                   "literal tasks; reference of the 128K ratio 0.84"),
-    PublishedPoint("RULER", "GPT-4-1106", 128_000, None, 0.812, "frontier",
-                   "literal tasks; 81.2/96.6 = 0.84 (P6: frontier 128K/4K >= 0.6)"),
+    # RULER rows, each the literal source of one profile (mock-model.md v2 change 1; RULER's leaderboard):
+    # mean accuracy over RULER's 13 tasks. 131,072 tokens is drawn and probed at 128,000.
+    PublishedPoint("RULER", "Gemini-1.5-pro", 4_096, None, 0.967, "frontier",
+                   "literal source of frontier: the best 128K row RULER's authors ran", "literal"),
+    PublishedPoint("RULER", "Gemini-1.5-pro", 128_000, None, 0.944, "frontier",
+                   "94.4/96.7 = 0.976 (P6 literal: frontier 128K/4K)", "literal"),
+    PublishedPoint("RULER", "GPT-4-1106", 4_096, None, 0.966, "mid", "literal source of mid", "literal"),
+    PublishedPoint("RULER", "GPT-4-1106", 128_000, None, 0.812, "mid",
+                   "81.2/96.6 = 0.84 (P6 literal: mid 128K/4K)", "literal"),
+    PublishedPoint("RULER", "Llama-3.1-8B", 4_096, None, 0.955, "small", "literal source of small", "literal"),
+    PublishedPoint("RULER", "Llama-3.1-8B", 128_000, None, 0.770, "small",
+                   "77.0/95.5 = 0.81 (P6 literal: small 128K/4K)", "literal"),
+    PublishedPoint("RULER", "Mistral-7B-v0.2", 4_096, None, 0.936, "stress-2023", "literal source of stress-2023",
+                   "literal"),
+    PublishedPoint("RULER", "Mistral-7B-v0.2", 16_384, None, 0.872, "stress-2023",
+                   "87.2/93.6 = 0.93 (P6 literal: stress-2023 16K/4K, its window)", "literal"),
     PublishedPoint("NoLiMa", "GPT-4o", 1_024, None, 0.993, "mid",
                    "the spec quotes a 'base' score with no length; drawn at 1K for the plot only"),
     PublishedPoint("NoLiMa", "GPT-4o", 4_096, None, 0.957, "mid", "reference of the 32K ratio 0.73"),
@@ -85,6 +102,7 @@ class PublishedRatio:
     profile: str
     #: What the denominator is: "4K", or "focused" for Context Rot's focused prompt (length not stated).
     reference: str
+    lookup: str = "latent"
 
 
 def kilo(tokens: int) -> str:
@@ -102,15 +120,36 @@ def _ratio(source: str, model: str, length: int, reference: int | None) -> Publi
 
     top, bottom = find(length), find(reference)
     label = "focused" if reference is None else kilo(reference)
-    return PublishedRatio(source, model, length, top.recall / bottom.recall, top.profile, label)
+    return PublishedRatio(source, model, length, top.recall / bottom.recall, top.profile, label, top.lookup)
 
 
-#: The published ratios P6 compares with (0.715, 0.84, 0.73), derived from the points above.
+#: The published ratios P6 compares with, derived from the points above: latent (Context Rot 0.715,
+#: NoLiMa 0.73) and literal (each profile's RULER row, long length over 4K).
 PUBLISHED_RATIOS: tuple[PublishedRatio, ...] = (
     _ratio("Context Rot", "GPT-4.1", 113_000, None),
-    _ratio("RULER", "GPT-4-1106", 128_000, 4_096),
     _ratio("NoLiMa", "GPT-4o", 32_000, 4_096),
+    _ratio("RULER", "Gemini-1.5-pro", 128_000, 4_096),
+    _ratio("RULER", "GPT-4-1106", 128_000, 4_096),
+    _ratio("RULER", "Llama-3.1-8B", 128_000, 4_096),
+    _ratio("RULER", "Mistral-7B-v0.2", 16_384, 4_096),
 )
+#: Line style and probe marker per look-up kind in every calibration plot.
+LOOKUP_STYLES: dict[str, str] = {"latent": "-", "literal": "--"}
+LOOKUP_MARKERS: dict[str, str] = {"latent": "o", "literal": "s"}
+#: P6's band for a literal ratio: the published ratio of the profile's RULER row plus or minus this. The
+#: spec's latent bands are about +-0.10 around their sources ([0.62, 0.82] for 0.715 and 0.73); the literal
+#: ones take the same width, since the same things separate probe from source: the probe draws x in
+#: [0.1, 0.9] and the trough deepens with L (mock-model.md 2.1), which RULER's depth-averaged scores do not
+#: separate from length, and the fit's RMSE is up to 0.024 per point.
+LITERAL_RATIO_HALF_WIDTH = 0.10
+#: P6's latent bands (mock-model.md 11): (profile, length) -> (low, high).
+LATENT_BANDS: dict[tuple[str, int], tuple[float, float]] = {("frontier", 113_000): (0.62, 0.82),
+                                                            ("mid", 32_000): (0.62, 0.82)}
+
+
+def literal_band(ratio: float) -> tuple[float, float]:
+    """P6's acceptance band for a literal probe ratio whose source ratio is ``ratio`` (capped at 1)."""
+    return ratio - LITERAL_RATIO_HALF_WIDTH, min(1.0, ratio + LITERAL_RATIO_HALF_WIDTH)
 
 #: One colour per profile in every calibration plot (Okabe-Ito); profiles not listed take the rest.
 PROFILE_COLOURS: dict[str, str] = {"frontier": OKABE_ITO[0], "mid": OKABE_ITO[2], "small": OKABE_ITO[3],
@@ -148,18 +187,23 @@ def wilson_interval(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[
     return min(share, max(0.0, centre - half)), max(share, min(1.0, centre + half))
 
 
+def with_lookup(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``lookup`` column: tables written before the look-up kinds existed are latent."""
+    return frame if "lookup" in frame.columns else frame.assign(lookup="latent")
+
+
 def probe_means(probes: pd.DataFrame) -> pd.DataFrame:
-    """Per (profile, length): n, recall (share of recalled samples) with its 95% Wilson interval,
-    and the mean of the model's p over the same samples. Columns: profile, length, n, recall, ci_low,
-    ci_high, p_mean, tokens_mean."""
+    """Per (profile, lookup, length): n, recall (share of recalled samples) with its 95% Wilson interval,
+    and the mean of the model's p over the same samples. Columns: profile, lookup, length, n, recall,
+    ci_low, ci_high, p_mean, tokens_mean."""
     rows = []
-    for (name, length), group in probes.groupby(["profile", "length"], sort=True):
+    for (name, lookup, length), group in with_lookup(probes).groupby(["profile", "lookup", "length"], sort=True):
         n, hits = len(group), int(group["recalled"].sum())
         low, high = wilson_interval(hits, n)
-        rows.append({"profile": str(name), "length": int(length), "n": n, "recall": hits / n if n else math.nan,
-                     "ci_low": low, "ci_high": high, "p_mean": float(group["p"].mean()),
-                     "tokens_mean": float(group["tokens"].mean())})
-    return pd.DataFrame(rows, columns=["profile", "length", "n", "recall", "ci_low", "ci_high", "p_mean",
+        rows.append({"profile": str(name), "lookup": str(lookup), "length": int(length), "n": n,
+                     "recall": hits / n if n else math.nan, "ci_low": low, "ci_high": high,
+                     "p_mean": float(group["p"].mean()), "tokens_mean": float(group["tokens"].mean())})
+    return pd.DataFrame(rows, columns=["profile", "lookup", "length", "n", "recall", "ci_low", "ci_high", "p_mean",
                                        "tokens_mean"])
 
 
@@ -168,33 +212,42 @@ _RATIO = Metric("recall_ratio", "recall over recall at the reference length", "r
 
 
 def probe_ratios(probes: pd.DataFrame, reference: int = REFERENCE_LENGTH) -> pd.DataFrame:
-    """Per (profile, length): recall at that length over recall at ``reference``, with a 95% bootstrap
-    interval that resamples samples jointly at both lengths (the probes of one sample share their draws
-    across lengths, so the ratio is paired). Columns: profile, length, n, ratio, ci_low, ci_high."""
+    """Per (profile, lookup, length): recall at that length over recall at ``reference``, with a 95%
+    bootstrap interval that resamples samples jointly at both lengths (the probes of one sample share their
+    draws across lengths, so the ratio is paired). Columns: profile, lookup, length, n, ratio, ci_low,
+    ci_high."""
     rows = []
-    for name, group in probes.groupby("profile", sort=True):
+    for (name, lookup), group in with_lookup(probes).groupby(["profile", "lookup"], sort=True):
         base = group[group["length"] == reference].set_index("sample")["recalled"]
         if base.empty:
             continue
         for length, at in group.groupby("length", sort=True):
             joined = at.set_index("sample")["recalled"].to_frame().join(base.rename("reference"), how="inner")
+            # The latent stream keeps the name it had before look-up kinds existed, so its figures do not move.
+            parts = (str(name), str(length)) if lookup == "latent" else (str(name), str(lookup), str(length))
             value, low, high = bootstrap(joined["recalled"].to_numpy(dtype=float), _RATIO,
                                          denominators=joined["reference"].to_numpy(dtype=float),
-                                         rng=rng_for(0, "calibration", str(name), str(length)))
-            rows.append({"profile": str(name), "length": int(length), "n": len(joined), "ratio": value,
-                         "ci_low": low, "ci_high": high})
-    return pd.DataFrame(rows, columns=["profile", "length", "n", "ratio", "ci_low", "ci_high"])
+                                         rng=rng_for(0, "calibration", *parts))
+            rows.append({"profile": str(name), "lookup": str(lookup), "length": int(length), "n": len(joined),
+                         "ratio": value, "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows, columns=["profile", "lookup", "length", "n", "ratio", "ci_low", "ci_high"])
 
 
 # Plots ----------------------------------------------------------------------------------------------------
 
 
 def _errorbar(ax: Axes, x: Sequence[float], y: Sequence[float], low: Sequence[float], high: Sequence[float],
-              colour: str, label: str | None = None) -> None:
+              colour: str, label: str | None = None, marker: str = "o") -> None:
     yv, lo, hi = np.asarray(y, dtype=float), np.asarray(low, dtype=float), np.asarray(high, dtype=float)
     err = np.nan_to_num(np.vstack([np.maximum(yv - lo, 0.0), np.maximum(hi - yv, 0.0)]))
-    ax.errorbar(list(x), yv, yerr=err, fmt="o", color=colour, markersize=5, markerfacecolor="white",
+    ax.errorbar(list(x), yv, yerr=err, fmt=marker, color=colour, markersize=5, markerfacecolor="white",
                 markeredgewidth=1.4, elinewidth=1.2, capsize=3, label=label, zorder=3)
+
+
+def _kinds(*frames: pd.DataFrame) -> list[str]:
+    """The look-up kinds present in ``frames``, latent first."""
+    present = {str(k) for f in frames if not f.empty for k in with_lookup(f)["lookup"]}
+    return [k for k in LOOKUP_STYLES if k in present] + sorted(present - set(LOOKUP_STYLES))
 
 
 def _source_key(points: Iterable[PublishedPoint]) -> list[Line2D]:
@@ -240,18 +293,24 @@ def length_figure(length_curve: pd.DataFrame, probes: pd.DataFrame) -> Figure:
         ax.set_ylabel("recall (needle x uniform in [0.1, 0.9])")
         names = _ordered([*length_curve.get("profile", []), *probes.get("profile", [])])
         colours = profile_colours(names)
-        curve = length_curve.sort_values(["profile", "length"]) if not length_curve.empty else length_curve
+        kinds = _kinds(length_curve, probes)
+        curve = with_lookup(length_curve).sort_values(["profile", "length"]) if not length_curve.empty \
+            else length_curve
         for name in names:
-            rows = curve[curve["profile"] == name] if not curve.empty else curve
-            if not rows.empty:
-                ax.plot(rows["length"].to_numpy(dtype=float), rows["recall"].to_numpy(dtype=float),
-                        color=colours[name], linewidth=1.8, label=f"{name}: formula")
+            for kind in kinds:
+                rows = curve[(curve["profile"] == name) & (curve["lookup"] == kind)] if not curve.empty else curve
+                if not rows.empty:
+                    ax.plot(rows["length"].to_numpy(dtype=float), rows["recall"].to_numpy(dtype=float),
+                            color=colours[name], linewidth=1.8, linestyle=LOOKUP_STYLES.get(kind, ":"),
+                            label=f"{name} {kind}: formula")
         means = probe_means(probes) if not probes.empty else pd.DataFrame()
         for name in names:
-            rows = means[means["profile"] == name] if not means.empty else means
-            if not rows.empty:
-                _errorbar(ax, rows["length"].tolist(), rows["recall"].tolist(), rows["ci_low"].tolist(),
-                          rows["ci_high"].tolist(), colours[name], f"{name}: probes (95% Wilson)")
+            for kind in kinds:
+                rows = means[(means["profile"] == name) & (means["lookup"] == kind)] if not means.empty else means
+                if not rows.empty:
+                    _errorbar(ax, rows["length"].tolist(), rows["recall"].tolist(), rows["ci_low"].tolist(),
+                              rows["ci_high"].tolist(), colours[name], f"{name} {kind}: probes (95% Wilson)",
+                              LOOKUP_MARKERS.get(kind, "o"))
         absolute = [p for p in PUBLISHED_POINTS if p.length is not None and p.position is None]
         key = _published(ax, absolute, "length")
         if not ax.lines and not ax.collections:
@@ -261,8 +320,8 @@ def length_figure(length_curve: pd.DataFrame, probes: pd.DataFrame) -> Figure:
         ax.xaxis.set_major_formatter(FuncFormatter(thousands))
         ax.set_ylim(0, 1.02)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-        ax.text(0.01, 0.02, "NoLiMa 'base' scores drawn at 1K (no length quoted); Context Rot's focused score has "
-                "no length: see the ratio plot.", transform=ax.transAxes, fontsize=7, color="#555555")
+        ax.text(0.01, 0.02, "Solid: latent look-ups (NoLiMa, Context Rot); dashed: literal (RULER rows). NoLiMa "
+                "'base' scores drawn at 1K (no length quoted).", transform=ax.transAxes, fontsize=7, color="#555555")
         _finish(fig, ax, key, "profile / source")
     return fig
 
@@ -279,14 +338,22 @@ def position_figure(position_curve: pd.DataFrame, probes: pd.DataFrame, *, bins:
         ax.set_ylabel("recall")
         names = _ordered([*position_curve.get("profile", [])])
         colours = profile_colours([*names, *probes.get("profile", [])])
+        kinds = _kinds(position_curve, probes)
+        curve = with_lookup(position_curve) if not position_curve.empty else position_curve
         for name in names:
-            rows = position_curve[position_curve["profile"] == name].sort_values("x")
-            ax.plot(rows["x"].to_numpy(dtype=float), rows["recall"].to_numpy(dtype=float), color=colours[name],
-                    linewidth=1.8, label=f"{name}: formula")
+            for kind in kinds:
+                rows = curve[(curve["profile"] == name) & (curve["lookup"] == kind)].sort_values("x")
+                if not rows.empty:
+                    ax.plot(rows["x"].to_numpy(dtype=float), rows["recall"].to_numpy(dtype=float),
+                            color=colours[name], linewidth=1.8, linestyle=LOOKUP_STYLES.get(kind, ":"),
+                            label=f"{name} {kind}: formula")
         if lengths and not probes.empty:
-            near = probes[probes["length"].isin(lengths)]
-            for name in _ordered(near["profile"].unique()):
-                group = near[near["profile"] == name]
+            near = with_lookup(probes[probes["length"].isin(lengths)])
+            pairs = [(name, kind) for name in _ordered(near["profile"].unique()) for kind in kinds]
+            for name, kind in pairs:
+                group = near[(near["profile"] == name) & (near["lookup"] == kind)]
+                if group.empty:
+                    continue
                 x = group["x"].to_numpy(dtype=float)
                 # Bins over the x the probes cover (P6 draws [0.1, 0.9]), so no bin is a sliver.
                 edges = np.linspace(float(x.min()), float(x.max()), bins + 1)
@@ -300,7 +367,8 @@ def position_figure(position_curve: pd.DataFrame, probes: pd.DataFrame, *, bins:
                     ys.append(hits / n)
                     lows.append(low)
                     highs.append(high)
-                _errorbar(ax, xs, ys, lows, highs, colours[name], f"{name}: probes (95% Wilson)")
+                _errorbar(ax, xs, ys, lows, highs, colours[name], f"{name} {kind}: probes (95% Wilson)",
+                          LOOKUP_MARKERS.get(kind, "o"))
         key = _published(ax, [p for p in PUBLISHED_POINTS if p.position is not None], "position")
         if not names and probes.empty:
             no_data(ax, "no curves or probes")
@@ -330,34 +398,42 @@ def ratio_figure(length_curve: pd.DataFrame, probes: pd.DataFrame, reference: in
         ax.set_ylabel(f"recall relative to L = {kilo(reference)}")
         names = _ordered([*length_curve.get("profile", []), *probes.get("profile", [])])
         colours = profile_colours(names)
+        kinds = _kinds(length_curve, probes)
+        curve = with_lookup(length_curve) if not length_curve.empty else length_curve
         for name in names:
-            rows = length_curve[length_curve["profile"] == name].sort_values("length") if not length_curve.empty \
-                else length_curve
-            base = rows[rows["length"] == reference] if not rows.empty else rows
-            if base.empty:
-                continue
-            ax.plot(rows["length"].to_numpy(dtype=float),
-                    rows["recall"].to_numpy(dtype=float) / float(base["recall"].iloc[0]),
-                    color=colours[name], linewidth=1.8, label=f"{name}: formula")
+            for kind in kinds:
+                rows = curve[(curve["profile"] == name) & (curve["lookup"] == kind)].sort_values("length") \
+                    if not curve.empty else curve
+                base = rows[rows["length"] == reference] if not rows.empty else rows
+                if base.empty:
+                    continue
+                ax.plot(rows["length"].to_numpy(dtype=float),
+                        rows["recall"].to_numpy(dtype=float) / float(base["recall"].iloc[0]),
+                        color=colours[name], linewidth=1.8, linestyle=LOOKUP_STYLES.get(kind, ":"),
+                        label=f"{name} {kind}: formula")
         ratios = probe_ratios(probes, reference) if not probes.empty else pd.DataFrame()
         for name in names:
-            rows = ratios[(ratios["profile"] == name) & (ratios["length"] != reference)] if not ratios.empty \
-                else ratios
-            if not rows.empty:
-                _errorbar(ax, rows["length"].tolist(), rows["ratio"].tolist(), rows["ci_low"].tolist(),
-                          rows["ci_high"].tolist(), colours[name], f"{name}: probes (95% paired bootstrap)")
-        # P6's hard bands (mock-model.md 11): drawn as translucent bars at their lengths.
-        for length, low, high, name in ((113_000, 0.62, 0.82, "frontier"), (32_000, 0.62, 0.82, "mid"),
-                                        (128_000, 0.60, 1.0, "frontier")):
-            ax.plot([length, length], [low, high], color=PROFILE_COLOURS[name], linewidth=9, alpha=0.15,
-                    solid_capstyle="butt", zorder=1)
+            for kind in kinds:
+                rows = ratios[(ratios["profile"] == name) & (ratios["lookup"] == kind)
+                              & (ratios["length"] != reference)] if not ratios.empty else ratios
+                if not rows.empty:
+                    _errorbar(ax, rows["length"].tolist(), rows["ratio"].tolist(), rows["ci_low"].tolist(),
+                              rows["ci_high"].tolist(), colours[name],
+                              f"{name} {kind}: probes (95% paired bootstrap)", LOOKUP_MARKERS.get(kind, "o"))
+        # P6's hard bands: drawn as translucent bars at their lengths (latent: mock-model.md 11; literal:
+        # each RULER source ratio +- LITERAL_RATIO_HALF_WIDTH).
+        bands = [(length, low, high, name) for (name, length), (low, high) in LATENT_BANDS.items()]
+        bands += [(r.length, *literal_band(r.ratio), r.profile) for r in PUBLISHED_RATIOS if r.lookup == "literal"]
+        for length, low, high, name in bands:
+            ax.plot([length, length], [low, high], color=PROFILE_COLOURS.get(name, "#555555"), linewidth=9,
+                    alpha=0.15, solid_capstyle="butt", zorder=1)
         key: list[Line2D] = []
         for r in PUBLISHED_RATIOS:
             ax.plot([r.length], [r.ratio], linestyle="none", marker=SOURCE_MARKERS.get(r.source, "X"), markersize=9,
                     color=PROFILE_COLOURS.get(r.profile, "#555555"), markeredgecolor="#222222", zorder=4)
             key.append(Line2D([], [], linestyle="none", marker=SOURCE_MARKERS.get(r.source, "X"), markersize=8,
                               color=PROFILE_COLOURS.get(r.profile, "#555555"), markeredgecolor="#222222",
-                              label=f"{r.source}: {r.model} {r.ratio:.3f} (vs {r.reference})"))
+                              label=f"{r.source}: {r.model} {r.ratio:.3f} (vs {r.reference}, {r.lookup})"))
         key.append(Line2D([], [], color="#888888", linewidth=9, alpha=0.3, label="P6 acceptance band"))
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(thousands))
@@ -387,6 +463,9 @@ def plot_calibration(length_curve: pd.DataFrame, position_curve: pd.DataFrame, p
 
 
 __all__ = [
+    "LATENT_BANDS",
+    "LITERAL_RATIO_HALF_WIDTH",
+    "LOOKUP_STYLES",
     "PLOT_FILES",
     "PROFILE_COLOURS",
     "PUBLISHED_POINTS",
@@ -395,6 +474,7 @@ __all__ = [
     "PublishedPoint",
     "PublishedRatio",
     "length_figure",
+    "literal_band",
     "plot_calibration",
     "position_figure",
     "probe_means",
@@ -402,4 +482,5 @@ __all__ = [
     "profile_colours",
     "ratio_figure",
     "wilson_interval",
+    "with_lookup",
 ]

@@ -19,8 +19,11 @@ from harness.core.rundir import MANIFEST_FILE, SESSIONS_TABLE, Manifest
 from reports import stats
 
 #: The run directories a validation directory holds, one per experiment.
-RUNS = ("controls", "trap-spec", "complexity-trap", "seed-article", "seed-article-profiles", "seed-article-ablation",
-        "sweep")
+RUNS = ("controls", "trap-spec", "complexity-trap", "complexity-trap-frontier", "less-context", "agentdiet",
+        "seed-article", "seed-article-profiles", "seed-article-ablation", "sweep")
+#: The tables beside the runs.
+TABLES = ("probes.parquet", "length_curve.parquet", "position_curve.parquet", "m2.parquet", "observation_share.parquet",
+          "loop_shapes.parquet")
 
 
 @dataclass
@@ -35,6 +38,8 @@ class Bundle:
     position_curve: pd.DataFrame
     m2: pd.DataFrame
     observation: pd.DataFrame
+    #: One row per stuck session of the runs whose loops are classified (harness.run.validation.loop_shapes).
+    loop_shapes: pd.DataFrame
     checks: dict[str, Any]
     rng_seed: int = stats.DEFAULT_SEED
 
@@ -52,8 +57,7 @@ def load_bundle(out_dir: str | Path) -> Bundle:
     root = Path(out_dir)
     missing = [n for n in RUNS if not (root / n / SESSIONS_TABLE).is_file()]
     missing += [f"{n}/{MANIFEST_FILE}" for n in RUNS if not (root / n / MANIFEST_FILE).is_file()]
-    missing += [n for n in ("probes.parquet", "length_curve.parquet", "position_curve.parquet", "m2.parquet",
-                            "observation_share.parquet", "checks.json") if not (root / n).is_file()]
+    missing += [n for n in (*TABLES, "checks.json") if not (root / n).is_file()]
     if missing:
         raise ValidationInputError(f"{root}: not a finished validation directory (missing {missing[0]}; run "
                                    "`ctxbench validation` to make it)")
@@ -66,6 +70,7 @@ def load_bundle(out_dir: str | Path) -> Bundle:
         position_curve=pd.read_parquet(root / "position_curve.parquet"),
         m2=pd.read_parquet(root / "m2.parquet"),
         observation=pd.read_parquet(root / "observation_share.parquet"),
+        loop_shapes=pd.read_parquet(root / "loop_shapes.parquet"),
         checks=json.loads((root / "checks.json").read_text()),
     )
 
@@ -115,6 +120,28 @@ def metric_ci(frame: pd.DataFrame, strategy: str, metric: str, rng: np.random.Ge
     values = group[m.column].to_numpy(dtype=float)
     den = group[m.denominator].to_numpy(dtype=float) if m.denominator else None
     return stats.bootstrap(values, m, denominators=den, rng=rng)
+
+
+def paired_change(b: Bundle, frame: pd.DataFrame, strategy: str, baseline: str, column: str,
+                  *tag: str) -> tuple[float, float, float]:
+    """(change, low, high) of the mean of ``column`` of ``strategy`` against ``baseline`` over the sessions
+    both ran, as a share (-0.5 = halved), with a paired bootstrap interval."""
+    a, base = paired_columns(frame, strategy, baseline, column)
+    ratio, lo, hi = stats.paired_ratio(a, base, rng=b.rng("change", strategy, baseline, column, *tag))
+    return ratio - 1, lo - 1, hi - 1
+
+
+def paired_difference(b: Bundle, frame: pd.DataFrame, strategy: str, baseline: str, column: str,
+                      *tag: str) -> tuple[float, float, float]:
+    """(difference, low, high) of the mean of ``column`` (e.g. success) of ``strategy`` minus ``baseline``
+    over the sessions both ran, with a paired bootstrap interval."""
+    a, base = paired_columns(frame, strategy, baseline, column)
+    if not len(a):
+        return float("nan"), float("nan"), float("nan")
+    rng = b.rng("difference", strategy, baseline, column, *tag)
+    idx = rng.integers(0, len(a), size=(stats.DEFAULT_RESAMPLES, len(a)))
+    samples = a[idx].mean(axis=-1) - base[idx].mean(axis=-1)
+    return float(a.mean() - base.mean()), float(np.quantile(samples, 0.025)), float(np.quantile(samples, 0.975))
 
 
 def paired_columns(frame: pd.DataFrame, a: str, b: str, column: str) -> tuple[np.ndarray, np.ndarray]:

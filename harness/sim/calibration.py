@@ -7,6 +7,10 @@ build real `Context`s instead (a task prefix, fact-free log output as filler, on
 one needle fact), call `MockModel.decide` and read its decision trace. So they also test what the
 formula checks take on trust: that the model measures L and x from the messages it is given, and
 that its draws are keyed by step, attempt and key, never by context.
+
+Every probe names the needle fact's look-up kind (mock-model.md v2 change 1): ``literal`` (the value is
+copied from the text, RULER-like) or ``latent`` (found through an association, NoLiMa-like). The model
+uses the curve of that kind, so the same contexts measure both curves.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, default_tokenizer
 from harness.core.tools import arg_types
 from harness.sim.model import MockModel, Pointer
 from harness.sim.profiles import PROFILE_NAMES, Profile, profile
-from scenarios.base import Call, Fact, SessionScript, Step, Task
+from scenarios.base import Call, Fact, Lookup, SessionScript, Step, Task
 
 #: Tokens of the probe's only prefix: the task message stands in for the 2,000-token system prompt,
 #: so the needle can sit near x = 0 (mock-model.md 11: "Probes use a 100-token prefix").
@@ -47,6 +51,9 @@ LENGTH_TOLERANCE = 0.01
 #: M2 contexts: lengths before the filler is shortened, and the share of each filler message kept.
 M2_LENGTHS = (16_000, 32_000, 64_000, 128_000)
 M2_KEEP = (0.1, 0.25, 0.5)
+
+#: The look-up kinds a probe can give its needle, in the order the tables list them.
+LOOKUPS: tuple[Lookup, ...] = ("latent", "literal")
 
 NEEDLE_KEY = "bad_pod"
 PRODUCER_STEP = "s1"
@@ -139,12 +146,13 @@ class _ProbeKit:
                                     meter=self.meter)
         if NEEDLE_KEY in self.task.facts or self.needle.facts != {NEEDLE_KEY}:
             raise AssertionError("the probe's task must not hold the needle, and its holder must")
-        self.script = SessionScript(
+        #: One script per look-up kind of the needle; everything else is shared.
+        self.scripts = {lookup: SessionScript(
             scenario="calibration_probe", seed=0, task=Task(text=self.task.text),
             steps=[producer, self.step], final_facts=[NEEDLE_KEY],
-            facts={NEEDLE_KEY: Fact(key=NEEDLE_KEY, value=needle, kind="pod")},
+            facts={NEEDLE_KEY: Fact(key=NEEDLE_KEY, value=needle, kind="pod", lookup=lookup)},
             system_prompt_tokens=0,
-        )
+        ) for lookup in LOOKUPS}
         self._fillers: dict[int, _Filler] = {}
         self._shortened: dict[tuple[int, float], tuple[Message, ...]] = {}
 
@@ -231,8 +239,8 @@ class _ProbeKit:
         # The window is not enforced: the probes measure the recall curve, not overflow.
         return Context((self.task, *filler[:index], *middle, *filler[index:]), window_tokens=window_tokens)
 
-    def model(self, p: Profile, script_seed: int) -> MockModel:
-        return MockModel(self.script.model_copy(update={"seed": script_seed}), p, system_tokens=0,
+    def model(self, p: Profile, script_seed: int, lookup: Lookup = "latent") -> MockModel:
+        return MockModel(self.scripts[lookup].model_copy(update={"seed": script_seed}), p, system_tokens=0,
                          tokenizer=self.meter.tokenizer)
 
     def pointer(self) -> Pointer:
@@ -267,10 +275,10 @@ def _resolve_profile(p: str | Profile) -> Profile:
 
 # Probes ---------------------------------------------------------------------------------------------------
 
-PROBE_COLUMNS = ("profile", "sample", "length", "tokens", "x", "p", "recalled")
+PROBE_COLUMNS = ("profile", "lookup", "sample", "length", "tokens", "x", "p", "recalled")
 
 
-def _probe(kit: _ProbeKit, p: Profile, length: int, x: float | None, samples: int) -> pd.DataFrame:
+def _probe(kit: _ProbeKit, p: Profile, length: int, x: float | None, samples: int, lookup: Lookup) -> pd.DataFrame:
     filler = kit.filler(length)
     label = profile_label(p)
     rows: dict[str, list[Any]] = {c: [] for c in PROBE_COLUMNS}
@@ -280,8 +288,11 @@ def _probe(kit: _ProbeKit, p: Profile, length: int, x: float | None, samples: in
         want = X_RANGE[0] + (X_RANGE[1] - X_RANGE[0]) * u(kit.seed, "probe_x", "probe", i) if x is None else x
         index = kit.place(filler, want)
         ctx = kit.context(filler.messages, index, window_tokens=p.window_tokens)
-        entry = kit.needle_entry(kit.model(p, session_seed(kit.seed, "calibration_probe", i)), ctx)
+        entry = kit.needle_entry(kit.model(p, session_seed(kit.seed, "calibration_probe", i), lookup), ctx)
+        if entry.get("lookup", lookup) != lookup:
+            raise AssertionError(f"the model used the {entry['lookup']} curve for a {lookup} needle")
         rows["profile"].append(label)
+        rows["lookup"].append(lookup)
         rows["sample"].append(i)
         rows["length"].append(length)
         rows["tokens"].append(ctx.tokens)
@@ -292,8 +303,10 @@ def _probe(kit: _ProbeKit, p: Profile, length: int, x: float | None, samples: in
         {"sample": "int64", "length": "int64", "tokens": "int64", "x": "float64", "p": "float64", "recalled": "bool"})
 
 
-def probe_recall(profile: Profile, *, length: int, x: float | None, samples: int, seed: int = 0) -> pd.DataFrame:
-    """Recall of one needle fact measured through real contexts (mock-model.md 11 P6, P7).
+def probe_recall(profile: Profile, *, length: int, x: float | None, samples: int, seed: int = 0,
+                 lookup: Lookup = "latent") -> pd.DataFrame:
+    """Recall of one needle fact of look-up kind ``lookup`` measured through real contexts (mock-model.md
+    11 P6, P7).
 
     Each sample is a `Context` of about ``length`` tokens (within 1%): a 100-token task prefix, filler
     of fact-free, decoy-free service logs as tool results, and one tool result holding the needle,
@@ -301,46 +314,52 @@ def probe_recall(profile: Profile, *, length: int, x: float | None, samples: int
     uniformly in [0.1, 0.9] from (seed, sample). The mock model decides the step that needs the
     needle at attempt 0, with a script seed per sample, and the row records what its trace says.
 
-    Columns: profile (see `profile_label`), sample, length (requested), tokens (the L the model saw),
+    Columns: profile (see `profile_label`), lookup, sample, length (requested), tokens (the L the model saw),
     x (the model's, nearest reachable to the request: the prefix keeps it above about 100 / L),
     p (the model's p_recall), recalled (the trace's branch is "recall").
     """
-    return _probe(_ProbeKit(seed), profile, length, x, samples)
+    return _probe(_ProbeKit(seed), profile, length, x, samples, lookup)
 
 
 def probe_grid(profiles: Sequence[str], lengths: Sequence[int], *, samples: int, x: float | None = None,
-               seed: int = 0) -> pd.DataFrame:
-    """`probe_recall` for every (profile, length), in that order; the filler of a length is built once
-    and shared by every profile, and sample i has the same draws everywhere."""
+               seed: int = 0, lookups: Sequence[Lookup] = ("latent",)) -> pd.DataFrame:
+    """`probe_recall` for every (lookup, profile, length), in that order; the filler of a length is built
+    once and shared by every profile and look-up kind, and sample i has the same draws everywhere."""
     kit = _ProbeKit(seed)
-    frames = [_probe(kit, profile(name), length, x, samples) for name in profiles for length in lengths]
+    frames = [_probe(kit, profile(name), length, x, samples, lookup)
+              for lookup in lookups for name in profiles for length in lengths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(PROBE_COLUMNS))
 
 
 # Formula curves -------------------------------------------------------------------------------------------
 
 
-def length_curve(profiles: Sequence[str], lengths: Sequence[int]) -> pd.DataFrame:
-    """Mean `Profile.p_recall` over x uniform in [0.1, 0.9] (801 points), per profile and length: what
-    the probes with ``x=None`` estimate. Columns: profile, length, recall."""
+def length_curve(profiles: Sequence[str], lengths: Sequence[int],
+                 lookups: Sequence[Lookup] = ("latent",)) -> pd.DataFrame:
+    """Mean `Profile.p_recall` over x uniform in [0.1, 0.9] (801 points), per look-up kind, profile and
+    length: what the probes with ``x=None`` estimate. Columns: profile, lookup, length, recall."""
     rows = []
-    for name in profiles:
-        p = profile(name)
-        for length in lengths:
-            recall = math.fsum(p.p_recall(length, x) for x in X_POINTS) / len(X_POINTS)
-            rows.append({"profile": profile_label(p), "length": int(length), "recall": recall})
-    return pd.DataFrame(rows, columns=["profile", "length", "recall"])
+    for lookup in lookups:
+        for name in profiles:
+            p = profile(name)
+            for length in lengths:
+                recall = math.fsum(p.p_recall(length, x, lookup) for x in X_POINTS) / len(X_POINTS)
+                rows.append({"profile": profile_label(p), "lookup": lookup, "length": int(length), "recall": recall})
+    return pd.DataFrame(rows, columns=["profile", "lookup", "length", "recall"])
 
 
-def position_curve(profiles: Sequence[str], length: int, positions: Sequence[float]) -> pd.DataFrame:
-    """`Profile.p_recall` at one length against the position x, per profile (the U-shape of P7).
-    Columns: profile, length, x, recall."""
+def position_curve(profiles: Sequence[str], length: int, positions: Sequence[float],
+                   lookups: Sequence[Lookup] = ("latent",)) -> pd.DataFrame:
+    """`Profile.p_recall` at one length against the position x, per look-up kind and profile (the
+    U-shape of P7). Columns: profile, lookup, length, x, recall."""
     rows = [
-        {"profile": profile_label(p), "length": int(length), "x": float(x), "recall": p.p_recall(length, x)}
+        {"profile": profile_label(p), "lookup": lookup, "length": int(length), "x": float(x),
+         "recall": p.p_recall(length, x, lookup)}
+        for lookup in lookups
         for p in (profile(name) for name in profiles)
         for x in positions
     ]
-    return pd.DataFrame(rows, columns=["profile", "length", "x", "recall"])
+    return pd.DataFrame(rows, columns=["profile", "lookup", "length", "x", "recall"])
 
 
 # M2 -------------------------------------------------------------------------------------------------------
@@ -446,6 +465,7 @@ def m2_experiment(samples: int, seed: int = 0, *, model_profile: str | Profile =
 
 __all__ = [
     "LENGTH_TOLERANCE",
+    "LOOKUPS",
     "M2_COLUMNS",
     "M2_KEEP",
     "M2_LENGTHS",

@@ -64,8 +64,14 @@ def probes(samples: int = 200, seed: int = 1) -> pd.DataFrame:
 def test_published_points_are_the_figures_the_spec_quotes() -> None:
     quoted = {(p.source, p.model, p.length, p.position): p.recall for p in PUBLISHED_POINTS}
     assert quoted == {
+        ("RULER", "Gemini-1.5-pro", 4096, None): 0.967,
+        ("RULER", "Gemini-1.5-pro", 128_000, None): 0.944,
         ("RULER", "GPT-4-1106", 4096, None): 0.966,
         ("RULER", "GPT-4-1106", 128_000, None): 0.812,
+        ("RULER", "Llama-3.1-8B", 4096, None): 0.955,
+        ("RULER", "Llama-3.1-8B", 128_000, None): 0.770,
+        ("RULER", "Mistral-7B-v0.2", 4096, None): 0.936,
+        ("RULER", "Mistral-7B-v0.2", 16_384, None): 0.872,
         ("NoLiMa", "GPT-4o", 1024, None): 0.993,
         ("NoLiMa", "GPT-4o", 4096, None): 0.957,
         ("NoLiMa", "GPT-4o", 32_000, None): 0.697,
@@ -77,14 +83,34 @@ def test_published_points_are_the_figures_the_spec_quotes() -> None:
     }
     assert {p.profile for p in PUBLISHED_POINTS} <= set(PROFILE_COLOURS)
     assert all(p.note for p in PUBLISHED_POINTS)
+    assert {p.lookup for p in PUBLISHED_POINTS if p.source == "RULER"} == {"literal"}
+    assert {p.lookup for p in PUBLISHED_POINTS if p.source != "RULER"} == {"latent"}
+
+
+def test_ruler_points_are_each_profiles_literal_source_row() -> None:
+    """The plotted RULER points are the rows the profiles' literal curves were fitted to (the test may
+    import the runtime; the module may not)."""
+    from harness.sim.profiles import LITERAL_SOURCES, RULER_LENGTHS, RULER_ROWS
+
+    full_names = {"Gemini-1.5-pro": "Gemini-1.5-pro", "GPT-4-1106": "GPT-4-1106-preview",
+                  "Llama-3.1-8B": "Llama-3.1-8B-Instruct", "Mistral-7B-v0.2": "Mistral-7B-Instruct-v0.2"}
+    for point in (p for p in PUBLISHED_POINTS if p.source == "RULER"):
+        assert point.length is not None
+        assert LITERAL_SOURCES[point.profile] == full_names[point.model]
+        row = RULER_ROWS[full_names[point.model]]
+        column = RULER_LENGTHS.index(131_072 if point.length == 128_000 else point.length)
+        assert row[column] / 100 == pytest.approx(point.recall)
 
 
 def test_published_ratios_are_the_p6_sources() -> None:
-    ratios = {r.source: (r.length, r.ratio, r.profile) for r in PUBLISHED_RATIOS}
-    assert ratios["Context Rot"][:1] == (113_000,) and ratios["Context Rot"][1] == pytest.approx(0.715, abs=1e-3)
-    assert ratios["RULER"][:1] == (128_000,) and ratios["RULER"][1] == pytest.approx(0.84, abs=5e-3)
-    assert ratios["NoLiMa"][:1] == (32_000,) and ratios["NoLiMa"][1] == pytest.approx(0.73, abs=5e-3)
-    assert {r.profile for r in PUBLISHED_RATIOS} == {"frontier", "mid"}
+    ratios = {(r.source, r.model): (r.length, r.ratio, r.profile, r.lookup) for r in PUBLISHED_RATIOS}
+    assert ratios[("Context Rot", "GPT-4.1")][0] == 113_000
+    assert ratios[("Context Rot", "GPT-4.1")][1] == pytest.approx(0.715, abs=1e-3)
+    assert ratios[("NoLiMa", "GPT-4o")][0] == 32_000
+    assert ratios[("NoLiMa", "GPT-4o")][1] == pytest.approx(0.73, abs=5e-3)
+    assert ratios[("RULER", "GPT-4-1106")][:3] == (128_000, pytest.approx(0.84, abs=5e-3), "mid")
+    assert {v[2] for k, v in ratios.items() if k[0] == "RULER"} == {"frontier", "mid", "small", "stress-2023"}
+    assert {v[3] for k, v in ratios.items() if k[0] == "RULER"} == {"literal"}
 
 
 def test_profile_colours_are_fixed_for_built_ins_and_distinct() -> None:
@@ -116,7 +142,9 @@ def test_wilson_interval_of_nothing_is_nan() -> None:
 def test_probe_means_and_paired_ratios() -> None:
     frame = probes()
     means = probe_means(frame)
-    assert list(means.columns) == ["profile", "length", "n", "recall", "ci_low", "ci_high", "p_mean", "tokens_mean"]
+    assert list(means.columns) == ["profile", "lookup", "length", "n", "recall", "ci_low", "ci_high", "p_mean",
+                                   "tokens_mean"]
+    assert (means["lookup"] == "latent").all()  # a table without look-up kinds is latent
     assert (means["n"] == 200).all() and (means["ci_low"] <= means["recall"]).all()
     ratios = probe_ratios(frame).set_index(["profile", "length"])
     m = means.set_index(["profile", "length"])["recall"]
@@ -167,11 +195,14 @@ def test_plots_from_real_probe_frames(tmp_path: Path) -> None:
     """The column contract between harness.sim.calibration and this module (the test may import both)."""
     from harness.sim.calibration import length_curve, position_curve, probe_grid
 
-    frame = probe_grid(["frontier", "stress-2023"], [4096, 32_000], samples=40)
-    paths = plot_calibration(length_curve(["frontier", "stress-2023"], [1024, 4096, 32_000, 128_000]),
-                             position_curve(["frontier", "stress-2023"], 4096, [i / 10 for i in range(11)]),
+    kinds = ("latent", "literal")
+    frame = probe_grid(["frontier", "stress-2023"], [4096, 32_000], samples=40, lookups=kinds)
+    paths = plot_calibration(length_curve(["frontier", "stress-2023"], [1024, 4096, 32_000, 128_000], kinds),
+                             position_curve(["frontier", "stress-2023"], 4096, [i / 10 for i in range(11)], kinds),
                              frame, tmp_path)
     assert len(paths) == 3 and all(p.exists() for p in paths)
+    ratios = probe_ratios(frame)
+    assert set(ratios["lookup"]) == set(kinds)
 
 
 def test_module_loads_no_runtime_in_a_fresh_interpreter() -> None:

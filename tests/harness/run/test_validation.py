@@ -1,7 +1,8 @@
 """`ctxbench validation`: the experiments (`harness.run.validation`) and the document (`reports.validation`),
 on a quick-sized run. The quick sizes are too small for the soft verdicts to mean anything, so these
-tests check what holds at any size: the hard mechanism checks, that every spec target is listed with a
-verdict, that verdicts follow the data, and that every link and image of the document exists."""
+tests check what holds at any size: the hard mechanism checks, that every spec target and anchor is listed
+with a verdict, that verdicts follow the data, that the loop shapes follow their definitions, and that
+every link and image of the document exists."""
 
 from __future__ import annotations
 
@@ -12,10 +13,26 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli_main
-from harness.run.validation import ValidationSizes, run_validation, stuck_cases, throttle_experiment
+from harness.run.config import RunConfig
+from harness.run.validation import (
+    LOOP_SHAPES,
+    ValidationSizes,
+    classify_loop,
+    literal_sources,
+    never_clearing_steps,
+    run_validation,
+    stuck_cases,
+    throttle_experiment,
+    with_profile,
+)
 from reports import validation as rv
+from reports import validation_anchors as anchors
+from reports.validation_loops import SHAPES
 
-SPEC_TARGETS = ("M1a", "M1b", "M1c", "M2a", "M2b", "M3", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10")
+SPEC_TARGETS = ("M1a", "M1b", "M1c", "M2a", "M2b", "M3", "P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9",
+                "P10")
+ANCHOR_TARGETS = ("LC1", "LC2", "LC3", "LC3s", "LC4", "AD1", "AD2", "AD3")
+VERDICTS = ("pass", "FAIL", "agree", "disagree", "-", "direction agrees", "direction differs", "not modelled")
 #: Hard checks that hold whatever the sample size (M1b "about 0%" and the probe ratios need samples).
 HARD_AT_ANY_SIZE = ("M1a", "M1c", "M2a", "M2b", "M3", "P8", "P9", "P10")
 
@@ -32,16 +49,43 @@ def test_every_spec_target_is_listed_with_a_verdict(validated: tuple[Path, Path,
     _, doc, result = validated
     ids = {c.id for c in result.checks}
     assert set(SPEC_TARGETS) <= ids
+    assert set(ANCHOR_TARGETS) <= ids
     assert "§12" in ids
     for check in result.checks:
-        assert check.verdict in ("pass", "FAIL", "agree", "disagree", "-", "direction agrees", "direction differs")
+        assert check.verdict in VERDICTS
         if check.kind == "hard":
             assert check.verdict in ("pass", "FAIL")
         if check.kind == "soft":
             assert check.verdict in ("agree", "disagree")
+        if check.kind == "direction":
+            assert check.verdict in ("direction agrees", "direction differs")
     text = doc.read_text()
-    for target in SPEC_TARGETS:
+    for target in (*SPEC_TARGETS, *ANCHOR_TARGETS):
         assert f"| {target} |" in text
+
+
+def test_p6_and_p7_cover_both_lookup_kinds(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, _, result = validated
+    p6 = [c for c in result.checks if c.id == "P6"]
+    assert sum("latent look-up" in c.title for c in p6) == 2
+    literal = [c for c in p6 if "literal look-up" in c.title]
+    assert {c.title.split(": ")[1].split(" ")[0] for c in literal} == {"frontier", "mid", "small", "stress-2023"}
+    assert all("RULER" in c.published for c in literal)
+    p7 = [c for c in result.checks if c.id == "P7"]
+    assert {("latent" in c.title, "literal" in c.title) for c in p7} == {(True, False), (False, True)}
+
+
+def test_the_paper_setting_is_checked_under_mid_and_frontier_and_the_ops_mix_has_no_target(
+        validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, _, result = validated
+    for run in ("code_repair, mid", "code_repair, frontier"):
+        judged = [c for c in result.checks if run in c.setup and c.id in ("P0", "P1", "P2", "P4", "P5")]
+        assert len(judged) == 7 and all(c.kind == "soft" for c in judged)
+    ops = [c for c in result.checks if c.setup.startswith("ops mix")]
+    assert ops and all(c.kind == "none" and c.verdict == "-" for c in ops if c.id != "P3")
+    p3 = [c for c in result.checks if c.id == "P3"]
+    assert len(p3) == 3 and all(c.verdict == "not modelled" for c in p3)
+    assert any("no mechanism" in c.detail for c in p3)
 
 
 def test_hard_mechanism_checks_pass_at_any_size(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
@@ -90,15 +134,15 @@ def test_p1_verdict_follows_the_costs(validated: tuple[Path, Path, rv.Validation
     bundle = rv.load_bundle(out)
 
     def p1_verdicts(factor: float) -> list[str]:
-        frame = bundle.sessions["trap-spec"].copy()
+        frame = bundle.sessions["complexity-trap"].copy()
         raw = frame[frame["strategy"] == rv.TRAP_RAW].set_index(["scenario", "session_index"])["cost_usd"]
         for strategy in (rv.TRAP_MASK, rv.TRAP_SUMMARY):
             rows = frame["strategy"] == strategy
             keys = pd.MultiIndex.from_frame(frame.loc[rows, ["scenario", "session_index"]])
             frame.loc[rows, "cost_usd"] = raw.reindex(keys).to_numpy() * factor
-        bundle.sessions["trap-spec"] = frame
+        bundle.sessions["complexity-trap"] = frame
         return [c.verdict for c in rv.trap_checks(bundle)
-                if c.id == "P1" and c.kind == "soft" and "spec setup" in c.setup]
+                if c.id == "P1" and c.kind == "soft" and "code_repair, mid" in c.setup]
 
     assert p1_verdicts(0.5) == ["agree", "agree"]
     assert p1_verdicts(1.0) == ["disagree", "disagree"]
@@ -108,13 +152,13 @@ def test_p1_verdict_follows_the_costs(validated: tuple[Path, Path, rv.Validation
 def test_p2_verdict_follows_the_solve_rates(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
     out, _, _ = validated
     bundle = rv.load_bundle(out)
-    frame = bundle.sessions["trap-spec"].copy()
+    frame = bundle.sessions["complexity-trap"].copy()
     frame["success"] = True
-    bundle.sessions["trap-spec"] = frame
-    spec = [c for c in rv.trap_checks(bundle) if c.id == "P2" and "spec setup" in c.setup]
+    bundle.sessions["complexity-trap"] = frame
+    spec = [c for c in rv.trap_checks(bundle) if c.id == "P2" and "code_repair, mid" in c.setup]
     assert [c.verdict for c in spec] == ["agree", "agree"]
     frame.loc[frame["strategy"] == rv.TRAP_RAW, "success"] = False
-    spec = [c for c in rv.trap_checks(bundle) if c.id == "P2" and "spec setup" in c.setup]
+    spec = [c for c in rv.trap_checks(bundle) if c.id == "P2" and "code_repair, mid" in c.setup]
     assert [c.verdict for c in spec] == ["disagree", "disagree"]
     assert all(c.detail for c in spec)
 
@@ -189,6 +233,106 @@ def test_calibration_gaps_set_every_published_level_beside_its_profile(
     out, doc, _ = validated
     rows = rv.calibration_gaps(rv.load_bundle(out))
     assert len(rows) == sum(1 for p in rv.PUBLISHED_POINTS if p.length is not None)
-    ruler_128k = next(r for r in rows if r[0] == "RULER: GPT-4-1106" and r[2].startswith("128K"))
-    assert ruler_128k[1] == "frontier" and ruler_128k[3] == "81.2%"
-    assert "| RULER: GPT-4-1106 | frontier |" in doc.read_text()
+    ruler_128k = next(r for r in rows if r[0] == "RULER: GPT-4-1106" and r[3].startswith("128K"))
+    assert ruler_128k[1:3] == ["mid", "literal"] and ruler_128k[4] == "81.2%"
+    assert "| RULER: GPT-4-1106 | mid | literal |" in doc.read_text()
+
+
+# Anchors ----------------------------------------------------------------------------------------------------
+
+
+def test_anchor_verdicts_follow_the_data(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, _, _ = validated
+    bundle = rv.load_bundle(out)
+    frame = bundle.sessions["agentdiet"].copy()
+    raw = frame["strategy"] == anchors.AD_RAW
+    frame["success"] = True
+    for column in ("input_tokens", "cost_usd"):
+        frame[column] = frame[column].astype(float)
+        base = frame[raw].set_index("session_index")[column]
+        frame.loc[~raw, column] = base.reindex(frame.loc[~raw, "session_index"]).to_numpy() * 0.5
+    bundle.sessions["agentdiet"] = frame
+    verdicts = {c.id: c.verdict for c in anchors.agentdiet_checks(bundle)}
+    assert verdicts == {"AD1": "agree", "AD2": "disagree", "AD3": "agree"}
+    frame = bundle.sessions["less-context"].copy()
+    frame["success"] = frame["strategy"] != anchors.LC_FULL
+    bundle.sessions["less-context"] = frame
+    verdicts = {c.id: c.verdict for c in anchors.less_context_checks(bundle)}
+    assert verdicts["LC2"] == "direction agrees" and verdicts["LC4"] == "direction differs"
+
+
+def test_each_anchor_states_its_mapping(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, doc, _ = validated
+    text = doc.read_text()
+    for title in ("Reference comparison: Less Context, Better Agents", "Reference comparison: AgentDiet"):
+        assert title in text
+    assert "| C3 | the last 5 tool call/response pairs | `sliding_window`, window_size = 10, pin_first = 1 |" in text
+    for name in ("less-context", "agentdiet"):
+        header = (Path(__file__).resolve().parents[3] / "examples" / f"{name}.toml").read_text()
+        assert "mapped onto ctxbench before" in header
+
+
+# Loop shapes and the stuck floor ------------------------------------------------------------------------------
+
+
+def test_loop_shapes_follow_their_definitions() -> None:
+    wrong = [frozenset({"wrong"})] + [frozenset()] * 3
+    same = ["s5"] * 4
+    assert classify_loop(["step"] * 4, same, [frozenset()] * 4, "error_streak", {"s5"}) == "fault never clears"
+    assert classify_loop(["step", "resend", "step", "resend"], same, wrong, "repeat", set()) == \
+        "same wrong value re-sent"
+    assert classify_loop(["step"] * 4, same, wrong, "error_streak", set()) == "new wrong values"
+    assert classify_loop(["refetch"] * 4, same, [frozenset({"refetch"})] * 4, "repeat", set()) == "re-fetch loop"
+    assert classify_loop(["malformed"] * 4, same, [frozenset()] * 4, "error_streak", set()) == "malformed calls"
+    assert classify_loop(["refetch", "step", "refetch", "step"], same, wrong, "alternation", set()) == "mixed"
+    assert classify_loop(["step"] * 4, ["s5", "s6", "s5", "s6"], wrong, "alternation", {"s5"}) == "mixed"
+    assert tuple(LOOP_SHAPES) == SHAPES
+
+
+def test_never_clearing_steps_come_from_the_script_faults() -> None:
+    import scenarios
+
+    found = False
+    for seed in range(40):
+        script = scenarios.generate("k8s_crashloop", seed)
+        never = never_clearing_steps(script)
+        for step in script.steps:
+            if step.fault is not None:
+                assert (step.id in never) == (step.fault.fails is None)
+                found = found or step.fault.fails is None
+    assert found
+
+
+def test_every_stuck_session_is_classified(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    out, doc, _ = validated
+    bundle = rv.load_bundle(out)
+    shapes = bundle.loop_shapes
+    for run in set(shapes["run"]):
+        sessions = bundle.sessions[run]
+        assert len(shapes[shapes["run"] == run]) == int((sessions["outcome"] == "stuck").sum())
+    assert set(shapes["shape"]) <= set(SHAPES)
+    text = doc.read_text()
+    assert "## Loop shapes and the stuck floor" in text and "stuck on a never-clearing fault" in text
+
+
+def test_literal_sources_name_each_profiles_ruler_row() -> None:
+    sources = literal_sources()
+    assert set(sources) == {"frontier", "mid", "small", "stress-2023"}
+    assert sources["mid"]["row"] == "GPT-4-1106-preview"
+    assert sources["mid"]["accuracy"][0] == pytest.approx(96.6) and sources["mid"]["lengths"][0] == 4096
+
+
+def test_with_profile_keeps_the_other_model_fields() -> None:
+    config = RunConfig.model_validate({"model": {"base": "mid", "caching": False},
+                                       "strategies": [{"name": "unbounded"}]})
+    frontier = with_profile(config, "frontier")
+    assert frontier.model == {"base": "frontier", "caching": False}
+    assert with_profile(config, None) is config
+
+
+def test_the_document_says_what_moved(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
+    _, doc, _ = validated
+    text = doc.read_text()
+    assert text.count("### What moved since the previous document (git 96cf1ee86859)") == 2
+    assert "| metric | A at 96cf1ee86859 | A now | change |" in text
+    assert "mean change in success per profile" in text

@@ -182,14 +182,15 @@ def test_p7_stress_2023_middle_over_start_at_4k() -> None:
 
 def test_length_curve_is_the_mean_over_x_of_the_formula() -> None:
     curve = length_curve(["frontier"], [4096, 113_000])
-    assert list(curve.columns) == ["profile", "length", "recall"]
+    assert list(curve.columns) == ["profile", "lookup", "length", "recall"]
+    assert (curve["lookup"] == "latent").all()
     values = dict(zip(curve["length"], curve["recall"], strict=True))
     assert values[113_000] / values[4096] == pytest.approx(0.70, abs=0.01)
 
 
 def test_position_curve_is_u_shaped_and_symmetric() -> None:
     curve = position_curve(["stress-2023"], 4096, [0.0, 0.25, 0.5, 0.75, 1.0])
-    assert list(curve.columns) == ["profile", "length", "x", "recall"]
+    assert list(curve.columns) == ["profile", "lookup", "length", "x", "recall"]
     r = curve["recall"].tolist()
     assert r[2] < r[1] < r[0]
     assert r[0] == pytest.approx(r[4]) and r[1] == pytest.approx(r[3])
@@ -237,3 +238,36 @@ def test_m2_deleting_the_only_holder_never_leaves_recall(m2: pd.DataFrame) -> No
     assert rows["p_after"].isna().all() and rows["u_after"].isna().all()
     assert (rows["branch_before"] == "recall").sum() > 300  # most were recalled before: real changes
     assert {"refetch", "wrong"} <= set(rows["branch_after"])
+
+
+# Both look-up kinds (mock-model.md v2 change 1) ------------------------------------------------------------
+
+
+def test_a_probe_uses_the_curve_of_its_needles_lookup_kind() -> None:
+    """The same contexts and draws, two needle kinds: the model's p is the formula of that kind."""
+    p = profile("mid")
+    for lookup in ("latent", "literal"):
+        rows = probe_recall(p, length=65_536, x=None, samples=20, lookup=lookup)
+        assert (rows["lookup"] == lookup).all()
+        for row in rows.itertuples(index=False):
+            assert row.p == pytest.approx(p.p_recall(row.tokens, row.x, lookup), abs=2e-4)
+
+
+def test_literal_recall_decays_more_slowly_than_latent() -> None:
+    grid = probe_grid(["mid"], [4096, 128_000], samples=200, lookups=("latent", "literal"))
+    assert list(grid.columns) == list(PROBE_COLUMNS)
+    assert list(grid["lookup"].drop_duplicates()) == ["latent", "literal"]
+    means = grid.groupby(["lookup", "length"])["p"].mean()
+    assert means[("literal", 128_000)] > means[("latent", 128_000)]
+    assert means[("literal", 4096)] >= means[("latent", 4096)]
+
+
+def test_curves_list_each_lookup_kind() -> None:
+    curve = length_curve(["frontier"], [4096, 128_000], lookups=("latent", "literal"))
+    assert curve.groupby("lookup").size().to_dict() == {"latent": 2, "literal": 2}
+    position = position_curve(["stress-2023"], 4096, [0.0, 0.5], lookups=("latent", "literal"))
+    recall = position.set_index(["lookup", "x"])["recall"]
+    # The position factor is shared; literal recall is at least latent recall, and both dip in the middle.
+    for lookup in ("latent", "literal"):
+        assert recall[(lookup, 0.5)] < recall[(lookup, 0.0)]
+    assert recall[("literal", 0.5)] >= recall[("latent", 0.5)]

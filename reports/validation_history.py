@@ -1,0 +1,170 @@
+"""What moved since the previous published document: its figures for the seed article and the sweep,
+kept here as data (copied from docs/validation.md as generated at git 96cf1ee86859, the run before the
+mock model's v2 changes), set beside this run's, with the model changes between the two that can move
+them. The comparison is computed; only the previous figures and the list of changes are written by hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reports.markup import md_lines
+from reports.sweep import ranking
+from reports.validation_data import Bundle, num, pct, pp
+from reports.validation_seed_article import SeedRow
+
+#: The previous document's run.
+PREVIOUS_COMMIT = "96cf1ee86859"
+#: The mock-model changes between that run and this one (mock-model.md "v2 changes"), each with the
+#: figures it can move. A "what moved" line names the candidates; the loop shapes show which acted.
+CHANGES = (
+    "literal and latent recall: most look-ups now use the profile's RULER-fitted literal curve, which decays "
+    "far more slowly than the NoLiMa-fitted one all look-ups used before (fewer failed recalls, so fewer "
+    "re-fetches, re-fetch loops and wrong values in long contexts)",
+    "errors that name a value ban it whatever their format, and a followed nudge yields a new wrong value (plain "
+    "errors no longer let the agent resend a value the error named)",
+    "a 30,000-character cap on every tool output (the runtime switch `output_cap_chars`): the heavy tail of ops "
+    "payloads is cut, so fewer raw histories overflow",
+    "the summary in the Complexity Trap strategies keeps the task (`pin_first = 1`)",
+)
+#: The previous run's seed-article figures (examples/seed-article.toml, frontier, 5,000 sessions): metric
+#: -> (A, B), as the document printed them.
+PREVIOUS_SEED: dict[str, tuple[float, float]] = {
+    "context tokens (mean per agent call)": (29_669, 6_222),
+    "tool-syntax error rate (emitted / tool calls)": (0.013, 0.008),
+    "loop rate": (0.121, 0.000),
+    "latency (mean simulated s per agent turn)": (6.2, 5.4),
+    "success rate": (0.747, 0.956),
+    "cost per session (USD)": (1.625, 0.523),
+}
+#: The previous run's sweep (examples/sweep.toml, 200 sessions): success per variant under frontier,
+#: mid, small and stress-2023.
+PREVIOUS_SWEEP_MODELS = ("frontier", "mid", "small", "stress-2023")
+PREVIOUS_SWEEP: dict[str, tuple[float, float, float, float]] = {
+    "pipeline": (0.850, 0.725, 0.170, 0.125),
+    "offload_contracts[offload_threshold_bytes=512]": (0.830, 0.705, 0.220, 0.070),
+    "hybrid": (0.790, 0.385, 0.080, 0.005),
+    "observation_masking": (0.780, 0.365, 0.055, 0.000),
+    "offload_contracts[offload_threshold_bytes=2048]": (0.775, 0.565, 0.130, 0.060),
+    "condense": (0.750, 0.210, 0.030, 0.015),
+    "summarize[summary_ratio=0.8]": (0.745, 0.185, 0.030, 0.005),
+    "summarize[summary_ratio=0.4]": (0.735, 0.180, 0.030, 0.000),
+    "sliding_window[window_size=80]": (0.730, 0.210, 0.030, 0.000),
+    "summarize[summary_ratio=0.2]": (0.730, 0.175, 0.030, 0.000),
+    "summarize[summary_ratio=0.1]": (0.720, 0.170, 0.030, 0.000),
+    "truncate_then_slide": (0.690, 0.310, 0.040, 0.000),
+    "sliding_window[window_size=40]": (0.680, 0.295, 0.040, 0.000),
+    "offload_contracts[offload_threshold_bytes=8192]": (0.585, 0.380, 0.065, 0.055),
+    "sliding_window[window_size=20]": (0.535, 0.205, 0.030, 0.000),
+    "offload_contracts[offload_threshold_bytes=16384]": (0.455, 0.270, 0.055, 0.055),
+    "unbounded": (0.455, 0.120, 0.030, 0.000),
+    "sliding_window[window_size=10]": (0.325, 0.165, 0.005, 0.000),
+}
+#: A sweep cell "moved" when its success changed by more than this (about two binomial standard errors
+#: of a difference of two 200-session rates near 50%, J).
+SWEEP_MOVE = 0.10
+
+
+def _parse(cell: str) -> float:
+    """A figure of a SeedRow cell ("12.1%", "$1.625", "6.2 s", "29,669") as a number."""
+    text = cell.replace("$", "").replace(",", "").replace(" s", "").strip()
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        return float("nan")
+
+
+def _delta(metric: str, now: float, before: float) -> str:
+    if "rate" in metric or metric == "loop rate":
+        return pp(now - before)
+    if not np.isfinite(now) or not before:
+        return "n/a"
+    return f"{100 * (now / before - 1):+.0f}%"
+
+
+def seed_history(rows: list[SeedRow], shapes: pd.DataFrame) -> list[str]:
+    """The seed article's A and B now beside the previous run's, per metric, and a computed account."""
+    table = []
+    moved = []
+    for r in rows:
+        before = PREVIOUS_SEED.get(r.metric)
+        if before is None:
+            continue
+        a, b_ = _parse(r.ours_a), _parse(r.ours_b)
+        table.append([r.metric, _fmt(r.metric, before[0]), r.ours_a, _delta(r.metric, a, before[0]),
+                      _fmt(r.metric, before[1]), r.ours_b, _delta(r.metric, b_, before[1])])
+        for side, now, then in (("A", a, before[0]), ("B", b_, before[1])):
+            if _moved(r.metric, now, then):
+                moved.append(f"{side}'s {r.metric} {_fmt(r.metric, then)} -> {_fmt(r.metric, now)}")
+    lines = md_lines(["metric", f"A at {PREVIOUS_COMMIT}", "A now", "change", f"B at {PREVIOUS_COMMIT}", "B now",
+                      "change"], table)
+    lines += [""]
+    if moved:
+        lines += ["Moved (by more than 1 pp for a rate, 5% otherwise): " + "; ".join(moved) + "."]
+    else:
+        lines += ["Nothing moved by more than 1 pp for a rate or 5% otherwise."]
+    seed = shapes[shapes["run"] == "seed-article"] if "run" in shapes else shapes
+    if len(seed):
+        split = seed.groupby("strategy")["shape"].value_counts(normalize=True)
+        parts = [f"{strategy}: " + ", ".join(f"{shape} {pct(v)}" for (_, shape), v in group.items())
+                 for strategy, group in split.groupby(level=0)]
+        lines += ["", "Its stuck sessions now end in these shapes (see the loop shapes below): " + "; ".join(parts)
+                  + "."]
+    return lines
+
+
+def _moved(metric: str, now: float, then: float) -> bool:
+    if not np.isfinite(now):
+        return False
+    if "rate" in metric:
+        return abs(now - then) > 0.01
+    return bool(then) and abs(now / then - 1) > 0.05
+
+
+def _fmt(metric: str, value: float) -> str:
+    if "rate" in metric:
+        return pct(value)
+    if "USD" in metric:
+        return f"${value:.3f}"
+    if "latency" in metric:
+        return f"{value:.1f} s"
+    return num(value)
+
+
+def sweep_history(b: Bundle) -> list[str]:
+    """The sweep's success per variant and profile now beside the previous run's: the cells that moved by
+    more than `SWEEP_MOVE`, the mean change per profile, and the mean change per strategy family."""
+    ranks = ranking(b.sessions["sweep"])
+    if ranks.empty:
+        return []
+    now = {(str(r.variant), str(r.model)): float(r.value) for r in ranks.itertuples(index=False)}
+    cells = []
+    for variant, values in PREVIOUS_SWEEP.items():
+        for model, before in zip(PREVIOUS_SWEEP_MODELS, values, strict=True):
+            if (variant, model) in now:
+                cells.append((variant, model, before, now[(variant, model)]))
+    if not cells:
+        return ["The sweep's variants do not match the previous run's; no comparison."]
+    frame = pd.DataFrame(cells, columns=["variant", "model", "before", "now"])
+    frame["change"] = frame["now"] - frame["before"]
+    lines = [f"Against the previous run (git {PREVIOUS_COMMIT}), mean change in success per profile: "
+             + ", ".join(f"{m} {pp(float(g['change'].mean()))}" for m, g in frame.groupby("model", sort=False)) + "."]
+    frame["family"] = frame["variant"].str.replace(r"\[.*$", "", regex=True)
+    by_family = frame.groupby("family")["change"].mean().sort_values()
+    lines += ["Mean change per strategy (over its variants and the four profiles): "
+              + ", ".join(f"{f} {pp(float(v))}" for f, v in by_family.items()) + "."]
+    big = frame[frame["change"].abs() > SWEEP_MOVE].sort_values("change")
+    if big.empty:
+        lines += [f"No cell moved by more than {pp(SWEEP_MOVE).lstrip('+')}."]
+    else:
+        lines += [f"{len(big)} of {len(frame)} cells moved by more than {pp(SWEEP_MOVE).lstrip('+')}: "
+                  + "; ".join(f"{r.variant} under {r.model} {pct(r.before)} -> {pct(r.now)}"
+                              for r in big.head(12).itertuples(index=False))
+                  + ("; ..." if len(big) > 12 else "") + "."]
+    return lines
+
+
+def changes_lines() -> list[str]:
+    """The model changes since the previous run, as a list."""
+    return [f"- {c}" for c in CHANGES]
