@@ -165,17 +165,24 @@ def fit(text: str, limit: int) -> str:
 def facts_within_cap(payload: str, values: Sequence[str], cap: int) -> str:
     """``payload`` as a tool behind a ``cap``-character output limit shows it to an agent that queries
     for the incident: when a value the step produces sits where `cap_output` would cut the middle, the
-    lines from the first to the last line holding one move to the start of the kept tail (tools print
-    the newest lines last, and the incident's are the newest that matter). Anything else is left as it
-    is, so an output within the cap, or whose facts survive it, does not change."""
+    lines from the first to the last line holding one (or, when those are too many, only the lines
+    holding one) move to the start of the kept tail (tools print the newest lines last, and the
+    incident's are the newest that matter). Anything else is left as it is, so an output within the
+    cap, or whose facts survive it, does not change."""
     if cap <= 0 or len(payload) <= cap or all(v in cap_output(payload, cap) for v in values):
         return payload
     lines = payload.split("\n")
     hits = [i for i, line in enumerate(lines) if any(v in line for v in values)]
+    tail = cap - cap // 2
     block = lines[hits[0]:hits[-1] + 1]
     rest = lines[:hits[0]] + lines[hits[-1] + 1:]
-    room = cap - cap // 2 - len("\n".join(block)) - TAIL_MARGIN_CHARS
-    if room < 0:  # the facts are too far apart for any tail to hold them: leave the text alone
+    if len("\n".join(block)) + TAIL_MARGIN_CHARS > tail:
+        # The lines are too far apart to move as one block: move only those that hold a value.
+        picked = set(hits)
+        block = [lines[i] for i in hits]
+        rest = [line for i, line in enumerate(lines) if i not in picked]
+    room = tail - len("\n".join(block)) - TAIL_MARGIN_CHARS
+    if room < 0:  # even those lines are longer than any tail: leave the text alone
         return payload
     after, used = 0, 0
     while after < len(rest) and used + len(rest[-1 - after]) + 1 <= room:

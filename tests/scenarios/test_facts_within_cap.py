@@ -38,9 +38,19 @@ def test_an_output_whose_facts_survive_the_cap_is_unchanged(text: str) -> None:
 
 
 def test_no_produced_fact_of_the_ops_mix_is_lost_to_the_default_cap() -> None:
-    for i in range(60):
+    for i in range(300):
         script = scenarios.generate("mix", session_seed(0, "mix", i))
         for step in script.steps:
             for run in [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else []):
                 kept = cap_output(run.payload, DEFAULT_OUTPUT_CAP_CHARS)
                 assert all(v in kept for v in run.produces.values()), (script.scenario, i, run.id)
+
+
+def test_facts_far_apart_move_as_their_own_lines() -> None:
+    rows = [f"2026-11-30T10:00:{i % 60:02d} INFO request served in {i % 97} ms" for i in range(400)]
+    for at in (120, 200, 280):
+        rows[at] = f"2026-11-30T10:00:00 LOG duration: 2158 ms /* query_id=qid-yt32 */ SELECT {at}"
+    text = "\n".join(rows)
+    moved = facts_within_cap(text, ["qid-yt32"], CAP)
+    assert "qid-yt32" in cap_output(moved, CAP)
+    assert sorted(moved.split("\n")) == sorted(rows)
