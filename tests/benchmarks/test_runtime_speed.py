@@ -3,7 +3,8 @@ linearly with its turns (DESIGN.md, "Scale": running totals, never a rescan of t
 
 Each strategy replays one k8s_crashloop script of N tool steps and one of 2N under the oracle profile
 (unlimited window, so no overflow ends a session early), and the ratio of the two replay times,
-measured in the same run as the best of 3, goes to ``extra_info``. Linear is 2, quadratic 4.
+measured in the same run as the best of 5, goes to ``extra_info``. Linear is 2, quadratic 4. `make test`
+runs it untimed and checks only what the replays did; `make benchmarks` times it and judges the ratio.
 Scripts are generated (and their texts tokenized) before anything is timed.
 """
 
@@ -54,11 +55,15 @@ def _replay(name: str, script: SessionScript) -> SessionResult:
 def test_session_replay_cost_grows_linearly_with_turns(benchmark, scripts, name: str) -> None:
     """A 2N-step session replays in about twice the time of an N-step one."""
     benchmark.pedantic(_replay, args=(name, scripts[2 * N]), rounds=3, iterations=1)
-    short_s, long_s, short, long = interleaved_best(5, lambda: _replay(name, scripts[N]),
-                                                    lambda: _replay(name, scripts[2 * N]))
-    ratio = long_s / short_s
+    if benchmark.disabled:  # `make test`: check what the replays did; timing is `make benchmarks`' job
+        short, long = _replay(name, scripts[N]), _replay(name, scripts[2 * N])
+        ratio = None
+    else:
+        short_s, long_s, short, long = interleaved_best(5, lambda: _replay(name, scripts[N]),
+                                                        lambda: _replay(name, scripts[2 * N]))
+        ratio = long_s / short_s
+        benchmark.extra_info["ratio_2n_over_n"] = round(ratio, 2)
     turns = (short.record.turns, long.record.turns)
-    benchmark.extra_info["ratio_2n_over_n"] = round(ratio, 2)
     benchmark.extra_info["turns"] = list(turns)
     benchmark.extra_info["outcomes"] = [short.record.outcome, long.record.outcome]
     # Both sessions really ran their length: at least the scripted steps, the longer one about twice
@@ -74,5 +79,7 @@ def test_session_replay_cost_grows_linearly_with_turns(benchmark, scripts, name:
     if name in SUMMARIZING:
         assert short.record.summary_calls >= 1 and long.record.summary_calls > short.record.summary_calls
     # Linear is 2; quadratic is 4. 3.2 leaves room for noise on a shared machine while still
-    # catching a per-turn rescan of the whole context.
-    assert ratio < 3.2, f"{name}: the {2 * N}-step replay took {ratio:.2f}x the {N}-step one"
+    # catching a per-turn rescan of the whole context. Only a timed run (`make benchmarks`) judges it:
+    # a wall-clock ratio is a measurement, not a unit-test assertion.
+    if ratio is not None:
+        assert ratio < 3.2, f"{name}: the {2 * N}-step replay took {ratio:.2f}x the {N}-step one"
