@@ -5,19 +5,32 @@ subcommands share; `errors` turns a user's mistake into one line. This module re
 subcommands in workflow order and is the one place that reports errors and interrupts.
 
 Exit codes: 0 success, 1 a compare gate failed or sessions errored, 2 usage error (one line on stderr
-naming what is wrong, no traceback).
+naming what is wrong, no traceback), 130 / 143 interrupted by SIGINT / SIGTERM (finished batches
+kept). An exception that is none of these is a bug of ctxbench: one line says so and where its
+traceback was written (`harness.cli.errors.write_crash_log`), exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 
 import harness
 from harness.cli import compare, listing, merge, report, run, scenario, sweep, validate, validation
-from harness.cli.errors import USAGE_EXIT, CommandParser, UsageError, print_error, usage_error_types
+from harness.cli.errors import (
+    BUG_EXIT,
+    USAGE_EXIT,
+    CommandParser,
+    UsageError,
+    print_error,
+    usage_error_types,
+    write_crash_log,
+)
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -35,6 +48,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every clean-up on the way out runs (temporary files
+    removed, workers stopped) and the finished batches stay resumable."""
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    except ValueError:  # not the main thread (main() called from a thread): leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ctxbench`` with ``argv`` (the process's arguments when None); the exit code."""
     parser = build_parser()
@@ -43,15 +77,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return USAGE_EXIT
     try:
-        return int(args.func(args))
+        with _sigterm_as_interrupt():
+            return int(args.func(args))
     except usage_error_types() as e:
         print_error(e)
         return USAGE_EXIT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print("ctxbench: interrupted (finished batches are kept: run the same command again to resume)",
               file=sys.stderr)
-        return 130
+        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, as other command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as e:  # our bug, not the user's: say so in one line, keep the traceback in a file
+        log = write_crash_log(e, sys.argv if argv is None else ["ctxbench", *argv], near=_run_dir_of(args))
+        print(f"ctxbench: internal error (a bug in ctxbench, not in your input): {type(e).__name__}: "
+              f"{str(e).splitlines()[0] if str(e) else ''}; the traceback is in {log}; please report it",
+              file=sys.stderr)
+        return BUG_EXIT
+
+
+def _run_dir_of(args: argparse.Namespace) -> str | None:
+    """The run directory the command works on, where its crash log belongs (None: no such directory)."""
+    for name in ("out", "out_dir", "run_dir"):
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            return value
+    return None

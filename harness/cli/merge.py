@@ -17,6 +17,8 @@ def add_parser(subparsers: Subparsers) -> None:
     merge = subparsers.add_parser("merge", help="join shard run directories into one run directory")
     merge.add_argument("out_dir")
     merge.add_argument("runs", nargs="+")
+    merge.add_argument("--partial", action="store_true",
+                       help="merge even when batches of the plan are in none of the inputs (a shard missing)")
     merge.set_defaults(func=handle)
 
 
@@ -27,6 +29,6 @@ def handle(args: argparse.Namespace) -> int:
     for d in args.runs:
         if not Path(d).is_dir():
             raise UsageError(f"merge: {d} is not a directory")
-    summary = merge(Path(args.out_dir), [Path(d) for d in args.runs])
+    summary = merge(Path(args.out_dir), [Path(d) for d in args.runs], partial=args.partial)
     print_summary(summary.sessions, False)
     return 1 if summary.errors else 0

@@ -44,7 +44,7 @@ def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -
     out = Path(args.out) if args.out else Path("runs") / default_name
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: {out} exists and is not a directory")
-    summary = run(config, out, resume=not args.no_resume, shard=shard_k_n, quiet=args.quiet)
+    summary = run(config, out, resume=not args.no_resume, shard=shard_k_n, quiet=args.quiet, notify=print_note)
     if not args.quiet and not args.json:
         total = len(summary.sessions)
         print(f"ctxbench run: {out} ({total} session rows, {summary.batches_run} batches run, "
@@ -62,6 +62,12 @@ def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -
               file=sys.stderr)
         return 1
     return 0
+
+
+def print_note(line: str) -> None:
+    """What a command repaired on its way (a damaged part replayed, tables rebuilt): one line on stderr,
+    shown even with ``--quiet``, since the user should know their directory was damaged."""
+    print(f"ctxbench: note: {line}", file=sys.stderr)
 
 
 def print_summary(sessions: pd.DataFrame, as_json: bool) -> None:

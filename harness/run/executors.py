@@ -17,13 +17,14 @@ from typing import Any
 import scenarios
 import strategies
 from harness.core.crn import session_seed
+from harness.core.files import release_inherited_locks
 from harness.core.switches import Switches
 from harness.run.plan import BatchTask, VariantSpec
 from harness.run.store import SESSION_COLUMNS, RunError
 from harness.sim.kernel import replay
 from harness.sim.profiles import Profile
 
-__all__ = ["EXECUTORS", "BatchResult", "check_scheduler", "run_batch"]
+__all__ = ["EXECUTORS", "BatchResult", "check_executor", "check_scheduler", "run_batch"]
 
 #: (batch id, session rows, call rows) of one replayed batch.
 BatchResult = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
@@ -80,7 +81,8 @@ def _serial(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Ite
 
 def _process(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
     workers = jobs or os.cpu_count() or 1
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # A forked worker must not keep the run directory's lock alive if the parent is killed.
+    with ProcessPoolExecutor(max_workers=workers, initializer=release_inherited_locks) as pool:
         pending: set[Future[BatchResult]] = set()
         queue = list(tasks)
         while queue or pending:
@@ -91,11 +93,19 @@ def _process(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> It
                 yield future.result()
 
 
+def check_executor(name: str) -> None:
+    """RunError, before anything is written, when executor ``name`` needs an extra that is not installed."""
+    if name == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise RunError("executor dask needs the optional extra: pip install 'ctxbench[dask]'") from None
+
+
 def _dask(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
-    try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise RunError("executor dask needs the optional extra: pip install 'ctxbench[dask]'") from None
+    check_executor("dask")
+    from distributed import Client, LocalCluster, as_completed
+
     cluster = None
     if scheduler is None:
         cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True,
@@ -115,10 +125,9 @@ def _dask(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Itera
 
 def check_scheduler(address: str) -> None:
     """Connect to a Dask scheduler once, before anything is written; RunError when it cannot."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise RunError("executor dask needs the optional extra: pip install 'ctxbench[dask]'") from None
+    check_executor("dask")
+    from distributed import Client
+
     try:
         Client(address, timeout="10s").close()
     except (OSError, ValueError, TimeoutError) as e:

@@ -2,21 +2,24 @@
 keeps the append-only resume log of parts, turns the parts into the sorted tables and the manifest,
 and merges the shards of one config.
 
-The parent process is the only writer: each finished batch becomes ``parts/<batch>.jsonl``
-atomically, so an interrupted run loses at most the batches in flight and a resumed run never
-duplicates a row. Tables are written before the manifest, which marks a finished run.
+The parent process is the only writer, and one command at a time holds a directory's lock
+(`writing_into`): each finished batch becomes ``parts/<batch>.jsonl`` atomically, so an interrupted
+run loses at most the batches in flight and a resumed run never duplicates a row. Tables are written
+before the manifest, which marks a finished run and holds their checksums. Nothing is trusted
+because it is there: a resume and a merge verify every part (`harness.run.parts`) and every table
+against the manifest before they use it, and refuse, naming the file, what they cannot repair.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import platform
 import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,21 +29,27 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import tomli_w
+from pydantic import ValidationError
 
 import harness
-from harness.core.files import write_atomically
+from harness.core.files import DirectoryBusy, lock_directory, remove_stale_temp_files, write_atomically
 from harness.core.rundir import CALLS_TABLE, CONFIG_FILE, MANIFEST_FILE, PARTS_DIR, SESSIONS_TABLE, Manifest
-from harness.run.config import RunConfig
+from harness.run.config import RunConfig, first_error
+from harness.run.parts import Part, PartError, PartProblem, encode_part, read_part
+from harness.run.plan import Batch, plan
 from harness.sim.metrics import CallRecord, SessionRecord
 
 __all__ = [
-    "CALL_COLUMNS", "SESSION_COLUMNS", "RunError", "RunSummary", "config_from_dir", "finished", "merge",
-    "prepare_dir", "read_parts", "write_part", "write_tables",
+    "CALL_COLUMNS", "DAMAGED_DIR", "SESSION_COLUMNS", "RunError", "RunSummary", "check_parts", "config_from_dir",
+    "merge", "open_dir", "prepare_dir", "read_parts", "stamp_hash", "tables_are_current", "write_part",
+    "write_tables", "writing_into",
 ]
 
 #: The replay's own columns, then where the row sits in the run: its profile and its sweep point.
 SESSION_COLUMNS = [*SessionRecord.__dataclass_fields__, "model", "sweep_param", "sweep_value"]
 CALL_COLUMNS = list(CallRecord.__dataclass_fields__)
+#: Where a resume moves the parts it found damaged before replaying their batches (inside ``parts/``).
+DAMAGED_DIR = "damaged"
 
 
 class RunError(Exception):
@@ -60,23 +69,96 @@ class RunSummary:
     wall_s: float
 
 
-def write_part(out_dir: Path, batch_id: str, session_rows: list[dict[str, Any]],
+def write_part(out_dir: Path, batch_id: str, config_hash: str, session_rows: list[dict[str, Any]],
                call_rows: list[dict[str, Any]]) -> None:
-    """Append one finished batch to the resume log, atomically."""
-    lines = [json.dumps({"table": "sessions", "row": r}, sort_keys=True) for r in session_rows]
-    lines += [json.dumps({"table": "calls", "row": r}, sort_keys=True) for r in call_rows]
-    write_atomically(out_dir / PARTS_DIR / f"{batch_id}.jsonl", ("\n".join(lines) + "\n").encode())
+    """Add one finished batch to the resume log, atomically, with its header and checksum (`parts`)."""
+    write_atomically(out_dir / PARTS_DIR / f"{batch_id}.jsonl",
+                     encode_part(batch_id, config_hash, session_rows, call_rows))
 
 
-def read_parts(parts_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(session rows, call rows) of every part in ``parts_dir``, in part-name order."""
+def _expected_rows(config: RunConfig, batch: Batch) -> set[tuple[str, int, str]]:
+    """The (scenario, session_index, strategy) keys a part of ``batch`` must hold, no more, no fewer."""
+    labels = [v.label for v in config.variants()]
+    return {(config.scenarios[s.scenario_index].name, s.session_index, label)
+            for s in batch.sessions for label in labels}
+
+
+def _check_rows(part: Part, path: Path, expected: set[tuple[str, int, str]]) -> None:
+    """A part whose checksum holds must also hold exactly its batch's sessions, each once."""
+    keys = [(r.get("scenario"), r.get("session_index"), r.get("strategy")) for r in part.session_rows]
+    if len(set(keys)) != len(keys) or set(keys) != expected:
+        raise PartError(path, PartProblem.FOREIGN, "holds rows of other sessions than its batch's")
+    sessions = {k[:2] for k in expected}
+    if any((r.get("scenario"), r.get("session_index")) not in sessions for r in part.call_rows):
+        raise PartError(path, PartProblem.FOREIGN, "holds model calls of other sessions than its batch's")
+
+
+def _set_aside(path: Path) -> Path:
+    """Move a damaged part into ``parts/damaged/`` (never deleted: the user may want to see it)."""
+    aside = path.parent / DAMAGED_DIR
+    aside.mkdir(exist_ok=True)
+    target = aside / path.name
+    n = 1
+    while target.exists():
+        target = aside / f"{path.name}.{n}"
+        n += 1
+    path.rename(target)
+    return target
+
+
+def check_parts(out_dir: Path, config: RunConfig, *, replay_damaged: bool,
+                notify: Callable[[str], None] = lambda _: None) -> set[str]:
+    """Verify every part of ``out_dir`` against ``config``; the ids of the batches they hold.
+
+    A part that is intact but does not belong (another config, another batch's name, rows of other
+    sessions, a name no batch of this run has) is a RunError: only the user knows which copy is right.
+    A damaged part is a RunError too unless ``replay_damaged``: then it is moved to ``parts/damaged/``,
+    ``notify`` is told, and its batch is left out of the returned ids so that it runs again.
+    """
+    parts_dir = out_dir / PARTS_DIR
+    if not parts_dir.exists():
+        return set()
+    if not parts_dir.is_dir():
+        raise RunError(f"{parts_dir}: not a directory (the resume log of a run directory is a folder of parts)")
+    batches = {b.id: b for b in plan(config)}
+    config_hash = config.config_hash()
+    done: set[str] = set()
+    for path in sorted(parts_dir.glob("*.jsonl")):
+        try:
+            if path.stem not in batches:
+                raise PartError(path, PartProblem.FOREIGN, "not a batch of this run's plan")
+            part = read_part(path, config_hash=config_hash)
+            _check_rows(part, path, _expected_rows(config, batches[path.stem]))
+        except PartError as e:
+            if not (replay_damaged and e.problem.replayable):
+                raise RunError(f"{e}; move it out of the way (or use --out for a new directory)") from None
+            kept = _set_aside(path)
+            notify(f"{path}: {e.why}; its batch runs again (the file is kept as {kept})")
+            continue
+        done.add(part.batch)
+    return done
+
+
+def read_parts(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(session rows, call rows) of every part of ``run_dir``, verified against its config, in
+    part-name order; RunError naming the first part that does not hold up."""
+    config = config_from_dir(run_dir)
+    return _rows_of(run_dir, config, sorted(check_parts(run_dir, config, replay_damaged=False)))
+
+
+def _rows_of(run_dir: Path, config: RunConfig, batch_ids: Sequence[str]) -> tuple[list[dict[str, Any]],
+                                                                                    list[dict[str, Any]]]:
     sessions: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
-    for part in sorted(parts_dir.glob("*.jsonl")):
-        for line in part.read_text().splitlines():
-            if line:
-                item = json.loads(line)
-                (sessions if item["table"] == "sessions" else calls).append(item["row"])
+    config_hash = config.config_hash()
+    for batch_id in batch_ids:
+        path = run_dir / PARTS_DIR / f"{batch_id}.jsonl"
+        try:
+            part = read_part(path, config_hash=config_hash)
+        except PartError as e:  # checked a moment ago; changed since (another hand in the directory)
+            raise RunError(str(e)) from None
+        sessions += part.session_rows
+        calls += part.call_rows
     return sessions, calls
 
 
@@ -104,14 +186,11 @@ def _git_sha() -> str | None:
     return out.stdout.strip() or None
 
 
-def write_tables(out_dir: Path, config: RunConfig, *, started: str, shard: tuple[int, int] | None,
-                 merged_from: list[str] | None = None) -> pd.DataFrame:
-    """Turn the parts into ``sessions.parquet``, ``calls.parquet`` and ``manifest.json``."""
-    session_rows, call_rows = read_parts(out_dir / PARTS_DIR)
-    for row in session_rows:  # rows resumed from a version before these columns: not a sweep
-        row.setdefault("model", config.profile().name)
-        row.setdefault("sweep_param", "")
-        row.setdefault("sweep_value", None)
+def write_tables(out_dir: Path, config: RunConfig, *, batch_ids: Sequence[str], started: str,
+                 shard: tuple[int, int] | None, merged_from: list[str] | None = None) -> pd.DataFrame:
+    """Turn the parts of ``batch_ids`` into ``sessions.parquet``, ``calls.parquet`` and, last,
+    ``manifest.json`` with their checksums."""
+    session_rows, call_rows = _rows_of(out_dir, config, batch_ids)
     sessions = _table(session_rows, SESSION_COLUMNS, ["scenario", "session_index", "strategy"])
     calls = _table(call_rows, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"])
     checksums = {}
@@ -143,20 +222,69 @@ def write_tables(out_dir: Path, config: RunConfig, *, started: str, shard: tuple
     return result
 
 
+def open_dir(out_dir: Path) -> None:
+    """Make sure ``out_dir`` is a directory, creating it (and its parents) when missing; RunError
+    naming the path otherwise."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RunError(f"{out_dir}: exists and is not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunError(f"{out_dir}: cannot create the run directory ({e.strerror or e})") from None
+
+
+@contextlib.contextmanager
+def writing_into(out_dir: Path) -> Iterator[None]:
+    """Hold ``out_dir``'s lock while the block writes into it (one command at a time), and clear the
+    temporary files a killed writer left; RunError at once when another command holds it."""
+    try:
+        with lock_directory(out_dir):
+            for directory in (out_dir, out_dir / PARTS_DIR):
+                if directory.is_dir():
+                    remove_stale_temp_files(directory)
+            yield
+    except DirectoryBusy:
+        raise RunError(f"{out_dir}: another ctxbench command is writing into this directory; wait for it to "
+                       "finish or use --out for a new one") from None
+
+
+def stamp_hash(run_dir: Path) -> str:
+    """The config hash in ``run_dir``'s ``config.toml``; RunError naming the file when it has none."""
+    stamp = run_dir / CONFIG_FILE
+    try:
+        value = tomllib.loads(stamp.read_text()).get("config_hash")
+    except OSError as e:
+        raise RunError(f"{stamp}: cannot be read ({e.strerror or e})") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise RunError(f"{stamp}: damaged, not the TOML a run writes ({e})") from None
+    if not isinstance(value, str) or not value:
+        raise RunError(f"{stamp}: config_hash: missing; not written by ctxbench run")
+    return value
+
+
 def prepare_dir(out_dir: Path, config: RunConfig, *, resume: bool) -> None:
-    """Create the run directory, or check that an existing one holds this config's results."""
+    """Check that ``out_dir`` (existing, locked) is new or holds this config's results, and stamp a
+    new one with the resolved config. RunError, changing nothing, for another config's directory,
+    a directory of other files, or run files whose config.toml is gone."""
     stamp = out_dir / CONFIG_FILE
     config_hash = config.config_hash()
-    if out_dir.exists() and stamp.exists():
-        with stamp.open("rb") as f:
-            previous = tomllib.load(f).get("config_hash")
+    if stamp.exists() or stamp.is_symlink():
+        previous = stamp_hash(out_dir)
         if previous != config_hash:
-            raise RunError(f"{out_dir} holds a run of another config (hash {str(previous)[:12]}, this one "
+            raise RunError(f"{out_dir} holds a run of another config (hash {previous[:12]}, this one "
                            f"{config_hash[:12]}); use --out for a new directory")
         if not resume:
             raise RunError(f"{out_dir} already holds this run; drop --no-resume to resume it or use --out")
         return
-    (out_dir / PARTS_DIR).mkdir(parents=True, exist_ok=True)
+    others = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
+    run_files = [name for name in others if name in (PARTS_DIR, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE)]
+    if run_files:
+        raise RunError(f"{out_dir}: holds run files ({', '.join(run_files)}) but no {CONFIG_FILE}, so which config "
+                       "made them is unknown; use --out for a new directory")
+    if others:
+        raise RunError(f"{out_dir}: not empty and not a ctxbench run directory (holds {others[0]}); use --out for "
+                       "a new directory")
+    (out_dir / PARTS_DIR).mkdir(exist_ok=True)
     resolved = {"config_hash": config_hash} | config.resolved()
     write_atomically(stamp, tomli_w.dumps(_toml_safe(resolved)).encode())
 
@@ -170,52 +298,109 @@ def _toml_safe(value: Any) -> Any:
     return value
 
 
-def finished(out_dir: Path, shard: tuple[int, int] | None) -> bool:
-    """The tables were written from every part of this (shard of the) run: the manifest is written last."""
-    if not all((out_dir / name).is_file() for name in (MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE)):
-        return False
+def tables_are_current(out_dir: Path, config: RunConfig, shard: tuple[int, int] | None) -> bool:
+    """The tables were written from the parts of this (shard of the) run and are unchanged since: the
+    manifest, written last, names this config and shard, and the tables' sha256 match it."""
     try:
         manifest = Manifest.read(out_dir)
     except (OSError, ValueError):
         return False
-    return manifest.shard == (None if shard is None else f"{shard[0]}/{shard[1]}") and manifest.merged_from is None
+    if (manifest.config_hash != config.config_hash() or manifest.merged_from is not None
+            or manifest.shard != (None if shard is None else f"{shard[0]}/{shard[1]}")):
+        return False
+    for name in (SESSIONS_TABLE, CALLS_TABLE):
+        try:
+            digest = hashlib.sha256((out_dir / name).read_bytes()).hexdigest()
+        except OSError:
+            return False
+        if manifest.sha256.get(name) != digest:
+            return False
+    return True
 
 
-def merge(out_dir: Path, run_dirs: Sequence[Path]) -> RunSummary:
-    """Join shard run directories of one config into ``out_dir``: the same tables as an unsharded run."""
+def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> RunSummary:
+    """Join shard run directories of one config into ``out_dir``: the same tables as an unsharded run.
+
+    Every part is verified first, and nothing is written unless all hold up: RunError (naming the
+    file) for inputs of different configs, a directory given twice, two inputs holding the same batch,
+    a damaged or foreign part, ``out_dir`` holding other parts, or, unless ``partial``, batches of the
+    plan that no input holds.
+    """
     started_wall = time.perf_counter()
     if not run_dirs:
         raise RunError("merge needs at least one run directory")
-    hashes = set()
-    stamp_text = None
+    seen: dict[Path, Path] = {}
     for d in run_dirs:
-        stamp = d / CONFIG_FILE
-        if not stamp.exists():
-            raise RunError(f"{d}: not a run directory (no config.toml)")
-        text = stamp.read_text()
-        hashes.add(tomllib.loads(text).get("config_hash"))
-        stamp_text = text
-    if len(hashes) != 1:
-        raise RunError("the run directories hold different configs; only shards of one config can be merged")
-    if (out_dir / CONFIG_FILE).exists() and (out_dir / CONFIG_FILE).read_text() != stamp_text:
-        raise RunError(f"{out_dir} holds a run of another config; use a new directory")
-    (out_dir / PARTS_DIR).mkdir(parents=True, exist_ok=True)
-    assert stamp_text is not None
-    write_atomically(out_dir / CONFIG_FILE, stamp_text.encode())
+        if not d.is_dir():
+            raise RunError(f"{d}: not a directory")
+        if not (d / CONFIG_FILE).is_file():
+            raise RunError(f"{d}: not a run directory (no {CONFIG_FILE})")
+        real = d.resolve()
+        if real in seen:
+            raise RunError(f"{d}: given twice (as {seen[real]} too)")
+        seen[real] = d
+    if out_dir.resolve() in seen:
+        raise RunError(f"{out_dir}: the merged directory cannot be one of the inputs")
+    hashes = {d: stamp_hash(d) for d in run_dirs}
+    if len(set(hashes.values())) != 1:
+        raise RunError("the run directories hold different configs; only shards of one config can be merged ("
+                       + ", ".join(f"{d}: {h[:12]}" for d, h in hashes.items()) + ")")
+    config = config_from_dir(run_dirs[0])
+    stamp_bytes = (run_dirs[0] / CONFIG_FILE).read_bytes()
+    holders: dict[str, Path] = {}
     for d in run_dirs:
-        for part in sorted((d / PARTS_DIR).glob("*.jsonl")):
-            target = out_dir / PARTS_DIR / part.name
+        for batch_id in sorted(check_parts(d, config, replay_damaged=False)):
+            if batch_id in holders:
+                raise RunError(f"{d / PARTS_DIR / batch_id}.jsonl: batch {batch_id} is also in {holders[batch_id]} "
+                               "(the same shard given twice?); give each shard once")
+            holders[batch_id] = d
+    missing = [b.id for b in plan(config) if b.id not in holders]
+    if missing and not partial:
+        raise RunError(f"merge: {len(missing)} of {len(plan(config))} batches are in none of the inputs (first: "
+                       f"{missing[0]}); merge every shard K/N, or pass --partial to merge what there is")
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise RunError(f"{out_dir}: exists and is not a directory")
+        if (out_dir / CONFIG_FILE).exists() and stamp_hash(out_dir) != hashes[run_dirs[0]]:
+            raise RunError(f"{out_dir} holds a run of another config; use a new directory")
+        if not (out_dir / CONFIG_FILE).exists() and any(not p.name.startswith(".") for p in out_dir.iterdir()):
+            raise RunError(f"{out_dir}: not empty and not a ctxbench run directory; use a new directory")
+    open_dir(out_dir)
+    with writing_into(out_dir):
+        for batch_id in sorted(check_parts(out_dir, config, replay_damaged=False)):
+            source = holders.get(batch_id)
+            target = out_dir / PARTS_DIR / f"{batch_id}.jsonl"
+            if source is None:
+                raise RunError(f"{target}: batch {batch_id} is in none of the inputs; merge into a new directory")
+            if target.read_bytes() != (source / PARTS_DIR / f"{batch_id}.jsonl").read_bytes():
+                raise RunError(f"{target}: differs from {source / PARTS_DIR / batch_id}.jsonl; merge into a new "
+                               "directory")
+        (out_dir / PARTS_DIR).mkdir(exist_ok=True)
+        write_atomically(out_dir / CONFIG_FILE, stamp_bytes)
+        for batch_id, source in sorted(holders.items()):
+            target = out_dir / PARTS_DIR / f"{batch_id}.jsonl"
             if not target.exists():
-                write_atomically(target, part.read_bytes())
-    config = config_from_dir(out_dir)
-    sessions = write_tables(out_dir, config, started=datetime.now(UTC).isoformat(timespec="seconds"), shard=None,
-                            merged_from=[d.name for d in run_dirs])
+                write_atomically(target, (source / PARTS_DIR / f"{batch_id}.jsonl").read_bytes())
+        sessions = write_tables(out_dir, config, batch_ids=sorted(holders),
+                                started=datetime.now(UTC).isoformat(timespec="seconds"), shard=None,
+                                merged_from=[d.name for d in run_dirs])
     errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0
     return RunSummary(out_dir, sessions, errors, 0, 0, time.perf_counter() - started_wall)
 
 
 def config_from_dir(run_dir: Path) -> RunConfig:
-    """The RunConfig a run directory was made with (from its resolved ``config.toml``)."""
-    data = tomllib.loads((run_dir / CONFIG_FILE).read_text())
+    """The RunConfig a run directory was made with (from its resolved ``config.toml``); RunError naming
+    the file when it is not one ctxbench wrote, or its hash does not match what it holds."""
+    stamp = run_dir / CONFIG_FILE
+    recorded = stamp_hash(run_dir)
+    data = tomllib.loads(stamp.read_text())
     data.pop("config_hash", None)
-    return RunConfig(**data)
+    try:
+        config = RunConfig(**data)
+    except ValidationError as e:
+        raise RunError(f"{stamp}: not a config this version can run ({first_error(e)})") from None
+    except ValueError as e:  # a model_validator's message
+        raise RunError(f"{stamp}: not a config this version can run ({e})") from None
+    if config.config_hash() != recorded:
+        raise RunError(f"{stamp}: its config_hash does not match the config it holds (edited after the run?)")
+    return config

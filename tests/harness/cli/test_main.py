@@ -113,3 +113,40 @@ def test_python_dash_m_runs_the_command(tmp_path: Path) -> None:
                             text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"ctxbench {version('ctxbench')}"
+
+
+def test_an_internal_error_is_one_line_naming_the_log_that_holds_its_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import harness.run.runner
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("an invariant broke\nsecond line")
+
+    monkeypatch.setattr(harness.run.runner, "run", broken)
+    out = tmp_path / "out"
+    out.mkdir()
+    code = main(["run", "--sessions", "2", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert lines[0].startswith("ctxbench: internal error (a bug in ctxbench")
+    assert "RuntimeError: an invariant broke" in lines[0]
+    logs = list(out.glob("ctxbench-crash-*.log"))
+    assert len(logs) == 1 and str(logs[0]) in lines[0]
+    text = logs[0].read_text()
+    assert "Traceback" in text and "an invariant broke" in text and "command: ctxbench run" in text
+
+
+def test_an_internal_error_without_a_run_directory_logs_to_the_temporary_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import harness.cli.listing
+
+    monkeypatch.setattr(harness.cli.listing, "print_listing", lambda rows: 1 / 0)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert main(["list", "strategies"]) == 1
+    err = capsys.readouterr().err
+    assert "ZeroDivisionError" in err and len(err.strip().splitlines()) == 1
+    assert len(list(tmp_path.glob("ctxbench-crash-*.log"))) == 1
