@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from reports import stats
-from reports.inputs import ReportInputError, check_run_dir
+from reports.inputs import STATS_COLUMNS, ReportInputError, open_run_dir
 from reports.stats import METRICS, Metric
 from reports.tables import format_diff, format_interval, format_value, is_share
 
@@ -200,16 +200,31 @@ def _row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, res
                   "excludes_zero": bool(low > 0 or high < 0)}
 
 
+def _names(names: set[str], limit: int = 5) -> str:
+    """Up to ``limit`` names, sorted, for a one-line message."""
+    if not names:
+        return "no sessions"
+    shown = sorted(names)
+    return ", ".join(shown[:limit]) + (f" and {len(shown) - limit} more" if len(shown) > limit else "")
+
+
 def compare(run_a: str | Path, run_b: str | Path, metrics: Sequence[str] | None = None,
             fail_on: Iterable[str | Threshold] = (), *, resamples: int = stats.DEFAULT_RESAMPLES,
             seed: int = stats.DEFAULT_SEED) -> CompareResult:
-    """The library form of ``ctxbench compare``: see the module docstring."""
+    """The library form of ``ctxbench compare``: see the module docstring. Both run directories are
+    checked and their tables verified first (:func:`reports.inputs.open_run_dir`); two runs without a
+    strategy in common have nothing to compare (a ReportInputError). A run compared with itself is
+    allowed: every difference is zero."""
     thresholds = tuple(t if isinstance(t, Threshold) else parse_threshold(t) for t in fail_on)
     chosen = parse_metrics(metrics)
     chosen += [t.metric for t in thresholds if t.metric not in chosen]
-    path_a, path_b = check_run_dir(run_a), check_run_dir(run_b)
-    sessions_a, sessions_b = stats.load_sessions(path_a), stats.load_sessions(path_b)
-    names_a, names_b = set(sessions_a["strategy"]), set(sessions_b["strategy"])
+    open_a, open_b = open_run_dir(run_a), open_run_dir(run_b)
+    path_a, path_b = open_a.path, open_b.path
+    sessions_a, sessions_b = open_a.sessions(STATS_COLUMNS), open_b.sessions(STATS_COLUMNS)
+    names_a, names_b = set(map(str, sessions_a["strategy"])), set(map(str, sessions_b["strategy"]))
+    if not names_a & names_b:
+        raise ReportInputError(f"{path_a} and {path_b} have no strategy in common (A: {_names(names_a)}; "
+                               f"B: {_names(names_b)}): nothing to compare")
     strategies = sorted(names_a & names_b) + sorted(names_a ^ names_b)
     groups_a = {str(k): g for k, g in sessions_a.groupby("strategy")}
     groups_b = {str(k): g for k, g in sessions_b.groupby("strategy")}

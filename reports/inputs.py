@@ -1,38 +1,101 @@
 """What every report reads before it draws anything: a run directory checked to hold a finished run,
-the output formats checked to be known, and the run's manifest. A problem the user can fix is a
+its manifest, its tables verified against the manifest's checksums and checked to have the columns the
+reports read, and the output formats checked to be known. A problem the user can fix is a
 ``ReportInputError``: one line naming the directory, file or format.
+
+Everything here only reads: a report that fails on its inputs leaves the run directory as it was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import io
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
 from pydantic import ValidationError
 
-from harness.core.rundir import MANIFEST_FILE, SESSIONS_TABLE, Manifest
+from harness.core.rundir import (
+    CALLS_TABLE,
+    CONFIG_FILE,
+    MANIFEST_FILE,
+    SESSIONS_TABLE,
+    Manifest,
+    TableCheckError,
+    verify_tables,
+)
+from reports.stats import METRICS, with_success
 
-__all__ = ["FORMATS", "ReportInputError", "check_formats", "check_run_dir", "read_manifest"]
+__all__ = [
+    "CALL_COLUMNS",
+    "FORMATS",
+    "REPORT_COLUMNS",
+    "STATS_COLUMNS",
+    "OpenRun",
+    "ReportInputError",
+    "check_formats",
+    "check_run_dir",
+    "open_run_dir",
+    "read_manifest",
+    "read_table",
+]
 
 #: The formats a report (and a sweep page) is written in.
 FORMATS = ("html", "md")
 
+#: Column kinds a reader needs: numbers (booleans count) or text.
+NUMBER, TEXT = "number", "text"
+
+#: The sessions columns the statistics read (the session key, the outcome and every metric's columns),
+#: with their kind; ``success`` is derived from ``outcome``.
+STATS_COLUMNS: dict[str, str] = {
+    "scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "outcome": TEXT,
+    **{c: NUMBER for m in METRICS.values() for c in (m.column, m.denominator) if c and c != "success"},
+}
+#: What the report reads of the sessions besides: the breakdowns by scenario family and loop rule.
+REPORT_COLUMNS: dict[str, str] = STATS_COLUMNS | {"family": TEXT, "loop_rule": TEXT}
+#: The calls columns the plots read.
+CALL_COLUMNS: dict[str, str] = {
+    "scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
+    "context_tokens": NUMBER, "input_tokens": NUMBER, "malformed_kind": TEXT,
+}
+#: Columns no row may leave empty: a row without them would silently drop out of every group.
+_KEY_COLUMNS = ("scenario", "session_index", "strategy")
+
 
 class ReportInputError(ValueError):
-    """The report or compare cannot start from what it was given (not a run directory, an unknown
-    format): one line naming the problem."""
+    """The report or compare cannot start from what it was given (not a run directory, a damaged
+    table or manifest, an unknown format): one line naming the problem.
+
+    One line by construction: a line break inside (a path or a strategy label can hold one) is
+    written as ``\\n``, so the message is never split over lines on stderr."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def _one_line(text: object) -> str:
+    """A library's message (pydantic's, arrow's, the OS's) as one line."""
+    return " ".join(str(text).split())
 
 
 def check_run_dir(run_dir: str | Path) -> Path:
-    """``run_dir`` as a Path when it holds a finished run's tables; else a ReportInputError."""
+    """``run_dir`` as a Path when it is a directory holding a sessions table; else a ReportInputError.
+    Only looks: :func:`open_run_dir` also reads the manifest and verifies the tables."""
     path = Path(run_dir)
     if not path.exists():
         raise ReportInputError(f"{path}: no such directory")
     if not path.is_dir():
         raise ReportInputError(f"{path}: not a directory")
-    if not (path / SESSIONS_TABLE).is_file():
+    sessions = path / SESSIONS_TABLE
+    if not sessions.exists():
         raise ReportInputError(f"{path}: not a finished run directory (no {SESSIONS_TABLE}; run `ctxbench run` "
                                "into it to finish it)")
+    if not sessions.is_file():
+        raise ReportInputError(f"{sessions}: not a file")
     return path
 
 
@@ -51,16 +114,113 @@ def check_formats(formats: Iterable[str]) -> tuple[str, ...]:
 def read_manifest(run_dir: Path) -> Manifest:
     """The manifest of ``run_dir``. A directory without one (its tables copied without it, or a run
     from before manifests) reads as an empty manifest named after the directory, so it still renders;
-    a manifest that cannot be read or parsed is a ReportInputError naming the file."""
+    a manifest that cannot be read or parsed is a ReportInputError naming the file (and the field)."""
     path = run_dir / MANIFEST_FILE
-    if not path.is_file():
+    if not path.exists():
         return Manifest(run_id=run_dir.name)
+    if not path.is_file():
+        raise ReportInputError(f"{path}: not a file")
     try:
         return Manifest.read(run_dir)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise ReportInputError(f"{path}: not a valid manifest ({f'{where}: ' if where else ''}{first['msg']})") \
-            from None
+        raise ReportInputError(_one_line(f"{path}: not a valid manifest ({f'{where}: ' if where else ''}"
+                                         f"{first['msg']})")) from None
     except OSError as error:
-        raise ReportInputError(f"{path}: cannot be read ({error.strerror or error})") from None
+        raise ReportInputError(f"{path}: cannot be read ({_one_line(error.strerror or error)})") from None
+
+
+# Arrow names its input first; the path is ours to give, and a buffer has none.
+_ARROW_SOURCE = re.compile(r"^Could not open Parquet input source '[^']*':\s*")
+
+
+def read_table(path: Path, columns: Mapping[str, str]) -> pd.DataFrame:
+    """The parquet table at ``path``, checked to have ``columns`` (name -> NUMBER or TEXT) and the key
+    columns filled; a ReportInputError naming the file when it cannot be read, is not a parquet table,
+    or lacks what the reports read. Other columns are kept as they are."""
+    if not path.is_file():
+        raise ReportInputError(f"{path}: {'not a file' if path.exists() else 'missing'}")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ReportInputError(f"{path}: cannot be read ({_one_line(error.strerror or error)})") from None
+    if not data:
+        raise ReportInputError(f"{path}: empty file (0 bytes), not a parquet table")
+    try:
+        frame = pd.read_parquet(io.BytesIO(data))
+    # Damaged bytes surface as ArrowInvalid (a ValueError), ArrowIOError (an OSError) or another
+    # ArrowException, depending on where the reader trips; each is the file's fault, not ours.
+    except (pa.ArrowException, OSError, ValueError) as error:
+        reason = _ARROW_SOURCE.sub("", _one_line(error)) or type(error).__name__
+        raise ReportInputError(f"{path}: not a readable parquet table ({reason})") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ReportInputError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                               "(not a table of a ctxbench run?)")
+    if not frame.empty:  # an empty table's columns have no type to check
+        for name, kind in columns.items():
+            column = frame[name]
+            # Booleans count as numbers (pandas says so too): loop_detected is a 0/1 metric.
+            fits = pd.api.types.is_numeric_dtype(column) if kind == NUMBER else pd.api.types.is_string_dtype(column)
+            if not fits and not column.isna().all():  # all null: parquet's null type, read as object
+                raise ReportInputError(f"{path}: column {name} holds {column.dtype}, not "
+                                       f"{'numbers' if kind == NUMBER else 'text'}")
+        for name in _KEY_COLUMNS:
+            empty = int(frame[name].isna().sum()) if name in columns else 0
+            if empty:
+                raise ReportInputError(f"{path}: column {name} has no value in {empty} row{'s' if empty > 1 else ''}")
+    return frame
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """A run directory checked by :func:`open_run_dir`: its path, its manifest, and its tables read
+    with the columns a reader needs."""
+
+    path: Path
+    manifest: Manifest
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id or self.path.name
+
+    def sessions(self, columns: Mapping[str, str] = REPORT_COLUMNS) -> pd.DataFrame:
+        """``sessions.parquet`` with ``success`` added and ``loop_detected`` as booleans
+        (:func:`reports.stats.with_success`)."""
+        return with_success(read_table(self.path / SESSIONS_TABLE, columns))
+
+    def calls(self, columns: Mapping[str, str] = CALL_COLUMNS) -> pd.DataFrame:
+        """``calls.parquet``; an empty frame when the directory has none and the manifest lists none
+        (tables copied without it)."""
+        path = self.path / CALLS_TABLE
+        if not path.exists() and CALLS_TABLE not in self.manifest.sha256:
+            return pd.DataFrame()
+        return read_table(path, columns)
+
+    def config_text(self) -> str:
+        """The resolved ``config.toml`` as text; "" when the directory has none."""
+        path = self.path / CONFIG_FILE
+        if not path.exists():
+            return ""
+        try:
+            return path.read_bytes().decode("utf-8")
+        except IsADirectoryError:
+            raise ReportInputError(f"{path}: not a file") from None
+        except OSError as error:
+            raise ReportInputError(f"{path}: cannot be read ({_one_line(error.strerror or error)})") from None
+        except UnicodeDecodeError as error:
+            raise ReportInputError(f"{path}: not UTF-8 text (byte {error.start})") from None
+
+
+def open_run_dir(run_dir: str | Path) -> OpenRun:
+    """``run_dir`` checked to be a finished run directory (:func:`check_run_dir`), with its manifest
+    read and every table the manifest lists verified against its sha256
+    (:func:`harness.core.rundir.verify_tables`); a ReportInputError naming the file otherwise."""
+    path = check_run_dir(run_dir)
+    manifest = read_manifest(path)
+    try:
+        verify_tables(path, manifest)
+    except TableCheckError as error:
+        raise ReportInputError(_one_line(error)) from None
+    return OpenRun(path, manifest)

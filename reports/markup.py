@@ -103,9 +103,10 @@ def how_box(text: str) -> str:
     return f'<div class="how"><strong>How to read this</strong>{escape(text)}</div>'
 
 
-def data_uri(path: Path) -> str:
-    """The PNG at ``path`` as a ``data:`` URI, to embed in an ``<img>``."""
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+def data_uri(png: Path | bytes) -> str:
+    """A PNG (its bytes, or the file at a path) as a ``data:`` URI, to embed in an ``<img>``."""
+    data = png if isinstance(png, bytes) else png.read_bytes()
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 # Markdown -----------------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ the backend of a notebook that happens to import it.
 
 from __future__ import annotations
 
+import io
 import math
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+from harness.core.files import write_atomically
 from reports.stats import headline as compute_headline
 from reports.stats import outcome_shares
 
@@ -94,6 +97,9 @@ _RC: dict[str, Any] = {
     "grid.linewidth": 0.6,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # Strategy labels are the user's text: "$x", "a$b$c" or "$\frac{a}$" must be drawn as written, not
+    # parsed as mathtext (which draws something else, or raises on a bad expression while saving).
+    "text.parse_math": False,
 }
 
 
@@ -198,8 +204,13 @@ MAX_LABEL = 28
 
 
 def short_label(name: str, limit: int = MAX_LABEL) -> str:
-    """``name`` cut to ``limit`` characters (an ellipsis marks the cut) for a legend, title or tick label."""
-    return name if len(name) <= limit else name[:limit - 1] + "…"
+    """``name`` cut to ``limit`` characters (an ellipsis marks the cut) for a legend, title or tick label.
+
+    A name starting with ``_`` gets a space before it: matplotlib's legend silently leaves out every
+    entry whose label starts with an underscore (its "no legend" mark).
+    """
+    shown = name if len(name) <= limit else name[:limit - 1] + "…"
+    return " " + shown if shown.startswith("_") else shown
 
 
 def _style_kw(style: StrategyStyle) -> dict[str, Any]:
@@ -514,11 +525,21 @@ def outcome_mix(sessions: pd.DataFrame) -> Figure:
 # ------------------------------------------------------------------------------------------------- writing
 
 
+def png_bytes(fig: Figure) -> bytes:
+    """``fig`` as PNG bytes with no embedded software version or date, so equal inputs give equal bytes."""
+    buffer = io.BytesIO()
+    with plot_style(), warnings.catch_warnings():
+        # A label in a script the bundled font lacks (CJK, say) is drawn with a box per missing glyph;
+        # matplotlib's warning, once per glyph and figure, would bury the command's own output.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
+        fig.savefig(buffer, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
+    return buffer.getvalue()
+
+
 def save_png(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as a PNG with no embedded software version or date, so equal inputs give equal bytes."""
+    """Write ``fig`` as a PNG (:func:`png_bytes`) at ``path``, atomically; its directory is created if missing."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with plot_style():
-        fig.savefig(path, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
+    write_atomically(path, png_bytes(fig))
     return path
 
 
@@ -530,6 +551,17 @@ def write_plots(sessions: pd.DataFrame, calls: pd.DataFrame, out_dir: Path, *,
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, data in draw_plots(sessions, calls, headline=headline).items():
+        path = out_dir / f"{name}.png"
+        write_atomically(path, data)
+        written[name] = path
+    return written
+
+
+def draw_plots(sessions: pd.DataFrame, calls: pd.DataFrame, *,
+               headline: pd.DataFrame | None = None) -> dict[str, bytes]:
+    """Every plot of a run as PNG bytes, by plot name (:data:`PLOT_NAMES` order); nothing is written."""
     styles = strategy_styles(strategies_of(sessions, calls))
     builders: dict[str, Callable[[], Figure]] = {
         "context_tokens_by_turn": lambda: context_tokens_by_turn(calls, styles=styles),
@@ -539,4 +571,4 @@ def write_plots(sessions: pd.DataFrame, calls: pd.DataFrame, out_dir: Path, *,
         "cost_vs_success": lambda: cost_vs_success(sessions, headline=headline, styles=styles),
         "outcome_mix": lambda: outcome_mix(sessions),
     }
-    return {name: save_png(build(), out_dir / f"{name}.png") for name, build in builders.items()}
+    return {name: png_bytes(build()) for name, build in builders.items()}

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.core.files import write_atomically
-from harness.core.rundir import CALLS_TABLE, CONFIG_FILE, PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
+from harness.core.rundir import PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
 from reports import stats
-from reports.inputs import FORMATS, ReportInputError, check_formats, check_run_dir, read_manifest
+from reports.inputs import FORMATS, OpenRun, ReportInputError, check_formats, check_run_dir, open_run_dir
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
+from reports.outputs import Png, write_files
 from reports.stats import METRICS
 from reports.tables import Cell, Table, format_diff, format_interval, interval_cell, is_share
 
@@ -95,7 +95,8 @@ class ReportData:
     outcomes: pd.DataFrame
     families: pd.DataFrame
     loops: pd.DataFrame
-    plots: dict[str, Path]
+    #: Plot name -> the drawn PNG and where it goes (``plots/<name>.png``); written by :func:`write_report`.
+    plots: dict[str, Png]
     #: A sweep run (``reports.sweep.is_sweep``): the report links the sweep page.
     sweep: bool = False
     #: Which strategies the plots show when not all of them (a sweep run).
@@ -119,15 +120,15 @@ def _choose_baseline(strategies: Sequence[str], wanted: str) -> tuple[str, str]:
                     f"{chosen!r}, the first strategy of the run.")
 
 
-def collect(run_dir: str | Path, *, baseline: str = "unbounded", plots_dir: Path | None = None) -> ReportData:
-    """Everything the report shows: tables and statistics computed, plots written to ``plots_dir``
-    (no plots when it is None or the run has no sessions)."""
-    path = check_run_dir(run_dir)
-    manifest = read_manifest(path)
-    run_id = manifest.run_id or path.name
-    config_path = path / CONFIG_FILE
-    config_text = config_path.read_text() if config_path.is_file() else ""
-    sessions = stats.load_sessions(path)
+def collect(run_dir: str | Path | OpenRun, *, baseline: str = "unbounded",
+            plots_dir: Path | None = None) -> ReportData:
+    """Everything the report shows: tables and statistics computed, plots drawn as PNGs bound for
+    ``plots_dir`` (no plots when it is None or the run has no sessions). Reads only: nothing is written.
+    A damaged input is a ReportInputError (:func:`reports.inputs.open_run_dir`)."""
+    run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
+    path, manifest, run_id = run.path, run.manifest, run.run_id
+    config_text = run.config_text()
+    sessions = run.sessions()
     strategies = _strategy_order(sessions, manifest)
     chosen, note = _choose_baseline(strategies, baseline)
     if sessions.empty:
@@ -136,25 +137,24 @@ def collect(run_dir: str | Path, *, baseline: str = "unbounded", plots_dir: Path
                           empty, empty, {})
     head = stats.headline(sessions)
     pair = stats.paired(sessions, chosen) if len(strategies) > 1 else pd.DataFrame()
-    # Imported here, as write_plots below: they load matplotlib, which `ctxbench compare` (it imports this
+    # Imported here, as draw_plots below: they load matplotlib, which `ctxbench compare` (it imports this
     # module's checks) does not need.
     from reports.sweep import is_sweep, report_plot_variants
 
     sweep = is_sweep(sessions)
-    plots: dict[str, Path] = {}
+    plots: dict[str, Png] = {}
     plots_note = ""
     if plots_dir is not None:
-        from reports.plots import write_plots
+        from reports.plots import draw_plots
 
-        calls_path = path / CALLS_TABLE
-        calls = pd.read_parquet(calls_path) if calls_path.is_file() else pd.DataFrame()
+        calls = run.calls()
         plot_sessions, plot_head = sessions, head
         if sweep:
             shown, plots_note = report_plot_variants(sessions, manifest)
             plot_sessions, plot_head = (_only(frame, shown) for frame in (sessions, head))
             calls = _only(calls, shown) if "strategy" in calls.columns else calls
-        plots_dir.mkdir(parents=True, exist_ok=True)
-        plots = dict(write_plots(plot_sessions, calls, plots_dir, headline=plot_head))
+        plots = {name: Png(plots_dir / f"{name}.png", png)
+                 for name, png in draw_plots(plot_sessions, calls, headline=plot_head).items()}
     return ReportData(
         run_dir=path, run_id=run_id, manifest=manifest, config_text=config_text,
         sessions=sessions, strategies=strategies, baseline=chosen, baseline_note=note, headline=head,
@@ -293,7 +293,7 @@ def loops_table(data: ReportData) -> Table:
     return Table("loops-table", ["strategy", *columns], rows)
 
 
-def _plot_entries(data: ReportData) -> list[tuple[Plot, Path]]:
+def _plot_entries(data: ReportData) -> list[tuple[Plot, Png]]:
     known = [(PLOT_BY_NAME[name], data.plots[name]) for name in PLOT_BY_NAME if name in data.plots]
     extra = [(Plot(name, name.replace("_", " ").capitalize(), "See the plot's axis labels."), p)
              for name, p in sorted(data.plots.items()) if name not in PLOT_BY_NAME]
@@ -356,9 +356,9 @@ def _plots_html(data: ReportData) -> list[str]:
     entries = _plot_entries(data)
     if not entries:
         parts.append("<p>No plots (no sessions).</p>")
-    for plot, path in entries:
+    for plot, png in entries:
         parts.append(f'<figure id="plot-{escape(plot.name)}"><figcaption>{escape(plot.title)}</figcaption>'
-                     f'<img alt="{escape(plot.title)}" src="{data_uri(path)}">{how_box(plot.how)}</figure>')
+                     f'<img alt="{escape(plot.title)}" src="{data_uri(png.data)}">{how_box(plot.how)}</figure>')
     return parts
 
 
@@ -366,8 +366,8 @@ def _plots_markdown(data: ReportData) -> list[str]:
     out = []
     if data.plots_note:
         out += [f"> {data.plots_note}", ""]
-    for plot, path in _plot_entries(data):
-        rel = path.resolve().relative_to(data.run_dir.resolve()).as_posix()
+    for plot, png in _plot_entries(data):
+        rel = png.path.resolve().relative_to(data.run_dir.resolve()).as_posix()
         out += [f"### {plot.title}", "", f"![{plot.title}]({rel})", "", plot.how, ""]
     return out
 
@@ -479,22 +479,28 @@ def render_markdown(data: ReportData) -> str:
 def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str = "unbounded") -> list[Path]:
     """Write ``plots/*.png`` and the chosen formats (``report.html``, ``report.md``) into ``run_dir``;
     returns the report files written. A sweep run also gets its sweep page (``sweep.html``, ``sweep.md``,
-    ``plots/sweep-*.png``; see :mod:`reports.sweep`), linked from the report and listed after it."""
+    ``plots/sweep-*.png``; see :mod:`reports.sweep`), linked from the report and listed after it.
+
+    Every input is checked and every file drawn before the first is written, and the files are
+    written as one set (:func:`reports.outputs.write_files`): a ReportInputError leaves the run
+    directory as it was."""
     chosen = check_formats(formats)
-    path = check_run_dir(run_dir)
-    data = collect(path, baseline=baseline, plots_dir=path / PLOTS_DIR)
-    written = []
+    run = open_run_dir(run_dir)
+    data = collect(run, baseline=baseline, plots_dir=run.path / PLOTS_DIR)
+    files = {png.path: png.data for png in data.plots.values()}
+    pages = []
     if "html" in chosen:
-        target = path / REPORT_HTML
-        write_atomically(target, render_html(data).encode())
-        written.append(target)
+        files[run.path / REPORT_HTML] = render_html(data).encode()
+        pages.append(run.path / REPORT_HTML)
     if "md" in chosen:
-        target = path / REPORT_MD
-        write_atomically(target, render_markdown(data).encode())
-        written.append(target)
+        files[run.path / REPORT_MD] = render_markdown(data).encode()
+        pages.append(run.path / REPORT_MD)
     if data.sweep:
         # Imported here: see collect.
-        from reports.sweep import write_sweep_page
+        from reports.sweep import sweep_files
 
-        written += write_sweep_page(path, chosen, headline=data.headline)
-    return written
+        sweep_pages, sweep_plots = sweep_files(run, chosen, sessions=data.sessions, headline=data.headline)
+        files = sweep_plots | files | sweep_pages  # every plot before every page
+        pages += list(sweep_pages)
+    write_files(run.path, files)
+    return pages

@@ -28,8 +28,9 @@ from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 from harness.core.files import write_atomically
 from harness.core.rundir import PLOTS_DIR, Manifest
 from reports import stats
-from reports.inputs import FORMATS, check_formats, check_run_dir, read_manifest
+from reports.inputs import FORMATS, OpenRun, check_formats, open_run_dir
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
+from reports.outputs import Png, write_files
 from reports.plots import (
     DPI,
     LINESTYLES,
@@ -37,7 +38,7 @@ from reports.plots import (
     OKABE_ITO,
     no_data,
     plot_style,
-    save_png,
+    png_bytes,
     short_label,
     thousands,
 )
@@ -395,18 +396,28 @@ def sweep_figure(points: pd.DataFrame, param: str) -> Figure:
     return fig
 
 
-def plot_sweep(points: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """One PNG per swept param (:func:`sweep_plot_name`) in ``out_dir``, from :func:`sweep_points`;
-    returns the paths in param order. Equal points give byte-identical files."""
+def draw_sweep_plots(points: pd.DataFrame, out_dir: str | Path) -> dict[str, Png]:
+    """One PNG per swept param (:func:`sweep_plot_name`) bound for ``out_dir``, from :func:`sweep_points`,
+    by param in param order; nothing is written. Equal points give byte-identical PNGs."""
     out = Path(out_dir)
     params = sorted(p for p in set(points["sweep_param"].astype(str)) if p) if not points.empty else []
-    written: list[Path] = []
+    drawn: dict[str, Png] = {}
     for param in params:
         path = out / sweep_plot_name(param)
-        while path in written:  # two params that differ only in unsafe characters
+        while any(png.path == path for png in drawn.values()):  # two params that differ only in unsafe characters
             path = path.with_name(path.stem + "_.png")
-        written.append(save_png(sweep_figure(points, param), path))
-    return written
+        drawn[param] = Png(path, png_bytes(sweep_figure(points, param)))
+    return drawn
+
+
+def plot_sweep(points: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """Write :func:`draw_sweep_plots` into ``out_dir`` (created if missing); the paths in param order."""
+    drawn = draw_sweep_plots(points, out_dir)
+    if drawn:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for png in drawn.values():
+        write_atomically(png.path, png.data)
+    return [png.path for png in drawn.values()]
 
 
 # The page ------------------------------------------------------------------------------------------------
@@ -444,44 +455,49 @@ class SweepData:
     points: pd.DataFrame
     ranks: pd.DataFrame
     stability: RankingStability
-    plots: dict[str, Path]
+    #: Swept param -> its drawn PNG and where it goes (``plots/sweep-<param>.png``).
+    plots: dict[str, Png]
 
 
-def collect_sweep(run_dir: str | Path, *, metric: str = SUCCESS, plots_dir: Path | None = None,
-                  headline: pd.DataFrame | None = None) -> SweepData:
-    """The sweep page's frames for a run directory; plots written to ``plots_dir`` when given."""
-    path = check_run_dir(run_dir)
-    manifest = read_manifest(path)
-    sessions = stats.load_sessions(path)
+def collect_sweep(run_dir: str | Path | OpenRun, *, metric: str = SUCCESS, plots_dir: Path | None = None,
+                  headline: pd.DataFrame | None = None, sessions: pd.DataFrame | None = None) -> SweepData:
+    """The sweep page's frames for a run directory; plots drawn, bound for ``plots_dir``, when given.
+    Reads only; ``sessions`` (the run's, as :meth:`reports.inputs.OpenRun.sessions` reads them) and
+    ``headline`` save reading and computing them again when the caller has them."""
+    run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
+    sessions = run.sessions() if sessions is None else sessions
     head = _headline(sessions, headline, DEFAULT_RESAMPLES, DEFAULT_SEED, CONFIDENCE)
     points = sweep_points(sessions, headline=head)
     ranks = ranking(sessions, metric, headline=head)
-    plots: dict[str, Path] = {}
-    if plots_dir is not None:
-        swept = sorted(p for p in set(points["sweep_param"].astype(str)) if p) if not points.empty else []
-        plots = dict(zip(swept, plot_sweep(points, plots_dir), strict=True))
-    return SweepData(path, manifest.run_id or path.name, manifest, sessions, points, ranks,
-                     ranking_stability(ranks), plots)
+    plots = draw_sweep_plots(points, plots_dir) if plots_dir is not None else {}
+    return SweepData(run.path, run.run_id, run.manifest, sessions, points, ranks, ranking_stability(ranks), plots)
+
+
+def sweep_files(run: OpenRun, formats: Iterable[str] = FORMATS, *, metric: str = SUCCESS,
+                sessions: pd.DataFrame | None = None,
+                headline: pd.DataFrame | None = None) -> tuple[dict[Path, bytes], dict[Path, bytes]]:
+    """The sweep page's files, drawn and rendered but not written: (pages, plots), each path -> bytes."""
+    chosen = check_formats(formats)
+    data = collect_sweep(run, metric=metric, plots_dir=run.path / PLOTS_DIR, headline=headline, sessions=sessions)
+    pages = {}
+    if "html" in chosen:
+        pages[run.path / f"{SWEEP_PAGE}.html"] = render_sweep_html(data).encode()
+    if "md" in chosen:
+        pages[run.path / f"{SWEEP_PAGE}.md"] = render_sweep_markdown(data).encode()
+    return pages, {png.path: png.data for png in data.plots.values()}
 
 
 def write_sweep_page(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, metric: str = SUCCESS,
                      headline: pd.DataFrame | None = None) -> list[Path]:
-    """Write ``plots/sweep-*.png`` and ``sweep.html`` / ``sweep.md`` into ``run_dir``; returns the page
-    files written. ``headline`` is :func:`reports.stats.headline` of the run's sessions if the caller
-    has it already; ``metric`` is what the ranking orders by."""
+    """Write ``plots/sweep-*.png`` and ``sweep.html`` / ``sweep.md`` into ``run_dir`` as one set
+    (:func:`reports.outputs.write_files`); returns the page files written. ``headline`` is
+    :func:`reports.stats.headline` of the run's sessions if the caller has it already; ``metric`` is what
+    the ranking orders by."""
     chosen = check_formats(formats)
-    path = check_run_dir(run_dir)
-    data = collect_sweep(path, metric=metric, plots_dir=path / PLOTS_DIR, headline=headline)
-    written = []
-    if "html" in chosen:
-        target = path / f"{SWEEP_PAGE}.html"
-        write_atomically(target, render_sweep_html(data).encode())
-        written.append(target)
-    if "md" in chosen:
-        target = path / f"{SWEEP_PAGE}.md"
-        write_atomically(target, render_sweep_markdown(data).encode())
-        written.append(target)
-    return written
+    run = open_run_dir(run_dir)
+    pages, plots = sweep_files(run, chosen, metric=metric, headline=headline)
+    write_files(run.path, plots | pages)
+    return list(pages)
 
 
 # What the page is made of ----------------------------------------------------------------------------------
@@ -642,7 +658,7 @@ def render_sweep_html(data: SweepData) -> str:
         parts.append(f'<h3 id="{escape(anchor)}">{escape(param)}</h3>')
         if param in data.plots:
             parts.append(f'<figure><img alt="{escape(param)} against every headline metric" '
-                         f'src="{data_uri(data.plots[param])}"></figure>')
+                         f'src="{data_uri(data.plots[param].data)}"></figure>')
         parts.append(html_table(points_table(data, param)))
     baselines = baselines_table(data)
     if baselines.rows:
@@ -675,7 +691,7 @@ def render_sweep_markdown(data: SweepData) -> str:
     for param in sorted(p for p in set(data.points["sweep_param"].astype(str)) if p):
         out += [f"### {param}", ""]
         if param in data.plots:
-            rel = data.plots[param].resolve().relative_to(data.run_dir.resolve()).as_posix()
+            rel = data.plots[param].path.resolve().relative_to(data.run_dir.resolve()).as_posix()
             out += [f"![{param}]({rel})", ""]
         out += [md_table(points_table(data, param)), ""]
     baselines = baselines_table(data)

@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
+        print_error("no command given (the commands are listed above)")
         return USAGE_EXIT
     try:
         with _sigterm_as_interrupt():

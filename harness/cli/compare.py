@@ -29,13 +29,13 @@ def add_parser(subparsers: Subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Print the comparison (text or JSON); 1 when the gate failed, naming the crossed thresholds."""
     from reports.compare import compare, parse_metrics, parse_threshold
-    from reports.render import ReportInputError, check_run_dir
+    from reports.inputs import ReportInputError
 
     try:
         metrics = parse_metrics(args.metric)
         thresholds = [parse_threshold(t) for t in args.fail_on]
-        run_a, run_b = check_run_dir(args.run_a), check_run_dir(args.run_b)
-        result = compare(run_a, run_b, metrics, thresholds)
+        # compare checks both run directories, their manifests and tables before it reads a row.
+        result = compare(args.run_a, args.run_b, metrics, thresholds)
     except ReportInputError as e:
         raise UsageError(f"compare: {e}") from None
     if args.json:

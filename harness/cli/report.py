@@ -24,12 +24,12 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Write the report in the asked formats; one path per line on stdout."""
-    from reports.render import ReportInputError, check_formats, check_run_dir, write_report
+    from reports.render import ReportInputError, check_formats, write_report
 
     try:
-        formats = check_formats(args.format.split(","))
-        run_dir = check_run_dir(args.run_dir)
-        written = write_report(run_dir, formats, baseline=args.baseline)
+        # write_report checks the run directory, its manifest and tables, and every output path before
+        # it writes anything: a failure leaves the directory as it was.
+        written = write_report(args.run_dir, check_formats(args.format.split(",")), baseline=args.baseline)
     except ReportInputError as e:
         raise UsageError(f"report: {e}") from None
     for path in written:

@@ -7,7 +7,9 @@ runner: a run copied to a laptop reads back through this module alone.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,9 @@ __all__ = [
     "REPORT_MD",
     "SESSIONS_TABLE",
     "Manifest",
+    "TableCheckError",
+    "file_sha256",
+    "verify_tables",
 ]
 
 #: The resolved config (every default filled in) with its hash: written first, it marks a run directory.
@@ -102,3 +107,56 @@ class Manifest(BaseModel):
         """The manifest of ``run_dir``. Raises OSError when it cannot be read, ValueError (json's or
         pydantic's) when it is not a manifest."""
         return cls.model_validate_json(Path(run_dir, MANIFEST_FILE).read_bytes())
+
+
+class TableCheckError(ValueError):
+    """A table the manifest lists is missing, unreadable or not the bytes the run wrote: one line
+    naming the file (and, for a bad entry, the manifest's field)."""
+
+
+#: How a sha256 is written in the manifest: 64 lowercase hex digits.
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of the file's bytes, read in chunks (a calls table can be large). Raises OSError."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def verify_tables(run_dir: str | Path, manifest: Manifest) -> None:
+    """Check each file the manifest's ``sha256`` lists against its checksum, in the manifest's order;
+    a TableCheckError naming the first one that is missing, not a file, unreadable or changed since
+    the run wrote it. Files the manifest does not list are not checked (a manifest from before
+    checksums lists none).
+
+    A name must be a plain file name of the run directory: a manifest cannot make this read
+    elsewhere.
+    """
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / MANIFEST_FILE
+    for name, expected in manifest.sha256.items():
+        if name in ("", ".", "..") or "/" in name or "\\" in name:
+            raise TableCheckError(f"{manifest_path}: sha256: {name!r} is not a file name of the run directory")
+        if not _SHA256.fullmatch(expected):
+            raise TableCheckError(f"{manifest_path}: sha256.{name}: {expected!r} is not a sha256 "
+                                  "(64 lowercase hex digits)")
+        path = run_dir / name
+        if not path.exists():
+            raise TableCheckError(f"{path}: missing ({MANIFEST_FILE} lists it){_rebuild_hint(run_dir)}")
+        if not path.is_file():
+            raise TableCheckError(f"{path}: not a file ({MANIFEST_FILE} lists it as a table)")
+        try:
+            digest = file_sha256(path)
+        except OSError as error:
+            raise TableCheckError(f"{path}: cannot be read ({error.strerror or error})") from None
+        if digest != expected:
+            raise TableCheckError(f"{path}: changed after the run (its sha256 does not match {MANIFEST_FILE})"
+                                  f"{_rebuild_hint(run_dir)}")
+
+
+def _rebuild_hint(run_dir: Path) -> str:
+    """How to get the tables back: rebuilt from the parts when the directory still has them."""
+    if (run_dir / PARTS_DIR).is_dir():
+        return f"; run `ctxbench run` again with this run's config and --out {run_dir} to rebuild it from {PARTS_DIR}/"
+    return "; restore the run directory from where it was copied"

@@ -20,7 +20,9 @@ from harness.run.executors import EXECUTORS, check_executor, check_scheduler
 from harness.run.plan import make_task, plan, shard_of
 from harness.run.store import (
     RunSummary,
+    check_own_files,
     check_parts,
+    check_shard_fits,
     open_dir,
     prepare_dir,
     tables_are_current,
@@ -69,7 +71,9 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
         check_scheduler(config.scheduler)
     open_dir(out_dir)
     with writing_into(out_dir):
+        check_own_files(out_dir)
         prepare_dir(out_dir, config, resume=resume)
+        check_shard_fits(out_dir, config, shard)
         done = check_parts(out_dir, config, replay_damaged=True, notify=tell)
         (out_dir / PARTS_DIR).mkdir(exist_ok=True)
         batches = shard_of(plan(config), shard)

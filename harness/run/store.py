@@ -33,14 +33,24 @@ from pydantic import ValidationError
 
 import harness
 from harness.core.files import DirectoryBusy, lock_directory, remove_stale_temp_files, write_atomically
-from harness.core.rundir import CALLS_TABLE, CONFIG_FILE, MANIFEST_FILE, PARTS_DIR, SESSIONS_TABLE, Manifest
+from harness.core.rundir import (
+    CALLS_TABLE,
+    CONFIG_FILE,
+    MANIFEST_FILE,
+    PARTS_DIR,
+    SESSIONS_TABLE,
+    Manifest,
+    TableCheckError,
+    verify_tables,
+)
 from harness.run.config import RunConfig, first_error
 from harness.run.parts import Part, PartError, PartProblem, encode_part, read_part
-from harness.run.plan import Batch, plan
+from harness.run.plan import Batch, plan, shard_of
 from harness.sim.metrics import CallRecord, SessionRecord
 
 __all__ = [
-    "CALL_COLUMNS", "DAMAGED_DIR", "SESSION_COLUMNS", "RunError", "RunSummary", "check_parts", "config_from_dir",
+    "CALL_COLUMNS", "DAMAGED_DIR", "SESSION_COLUMNS", "RunError", "RunSummary", "check_own_files", "check_parts",
+    "check_shard_fits", "config_from_dir",
     "merge", "open_dir", "prepare_dir", "read_parts", "stamp_hash", "tables_are_current", "write_part",
     "write_tables", "writing_into",
 ]
@@ -123,6 +133,7 @@ def check_parts(out_dir: Path, config: RunConfig, *, replay_damaged: bool,
     batches = {b.id: b for b in plan(config)}
     config_hash = config.config_hash()
     done: set[str] = set()
+    damaged: list[PartError] = []
     for path in sorted(parts_dir.glob("*.jsonl")):
         try:
             if path.stem not in batches:
@@ -132,10 +143,13 @@ def check_parts(out_dir: Path, config: RunConfig, *, replay_damaged: bool,
         except PartError as e:
             if not (replay_damaged and e.problem.replayable):
                 raise RunError(f"{e}; move it out of the way (or use --out for a new directory)") from None
-            kept = _set_aside(path)
-            notify(f"{path}: {e.why}; its batch runs again (the file is kept as {kept})")
+            damaged.append(e)
             continue
         done.add(part.batch)
+    # Only once every part is known not to be refused: a refused command changes nothing.
+    for problem in damaged:
+        kept = _set_aside(problem.path)
+        notify(f"{problem.path}: {problem.why}; its batch runs again (the file is kept as {kept})")
     return done
 
 
@@ -262,6 +276,29 @@ def stamp_hash(run_dir: Path) -> str:
     return value
 
 
+def check_own_files(out_dir: Path) -> None:
+    """RunError when something that is not a file stands where the run writes one of its files (a
+    directory named ``sessions.parquet``): the run would only fail at its end, after all its work."""
+    for name in (CONFIG_FILE, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE):
+        path = out_dir / name
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise RunError(f"{path}: not a file (the run writes its {name} there); move it out of the way")
+
+
+def check_shard_fits(out_dir: Path, config: RunConfig, shard: tuple[int, int] | None) -> None:
+    """A shard run writes into a directory of its own shard: RunError when ``out_dir`` holds batches
+    of other shards (a whole run, a merge, another shard), whose tables it would replace with a slice.
+    A whole run may complete a shard's directory: it keeps those batches and runs the rest."""
+    if shard is None or not (out_dir / PARTS_DIR).is_dir():
+        return
+    mine = {b.id for b in shard_of(plan(config), shard)}
+    planned = {b.id for b in plan(config)}
+    others = sorted(p.stem for p in (out_dir / PARTS_DIR).glob("*.jsonl") if p.stem in planned - mine)
+    if others:
+        raise RunError(f"{out_dir}: holds batches outside shard {shard[0]}/{shard[1]} (e.g. {others[0]}: a whole run, "
+                       "a merge or another shard); give each shard its own --out")
+
+
 def prepare_dir(out_dir: Path, config: RunConfig, *, resume: bool) -> None:
     """Check that ``out_dir`` (existing, locked) is new or holds this config's results, and stamp a
     new one with the resolved config. RunError, changing nothing, for another config's directory,
@@ -308,13 +345,12 @@ def tables_are_current(out_dir: Path, config: RunConfig, shard: tuple[int, int] 
     if (manifest.config_hash != config.config_hash() or manifest.merged_from is not None
             or manifest.shard != (None if shard is None else f"{shard[0]}/{shard[1]}")):
         return False
-    for name in (SESSIONS_TABLE, CALLS_TABLE):
-        try:
-            digest = hashlib.sha256((out_dir / name).read_bytes()).hexdigest()
-        except OSError:
-            return False
-        if manifest.sha256.get(name) != digest:
-            return False
+    if not {SESSIONS_TABLE, CALLS_TABLE} <= set(manifest.sha256):
+        return False
+    try:
+        verify_tables(out_dir, manifest)
+    except TableCheckError:
+        return False
     return True
 
 

@@ -1,8 +1,13 @@
-"""The small real run the report and compare tests are made from."""
+"""The small real run the report and compare tests are made from, and how a test edits a run's table."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pandas as pd
+
+from harness.core.rundir import Manifest, file_sha256
 
 SMALL_RUN: dict[str, Any] = {
     "sessions": 12,
@@ -13,3 +18,13 @@ SMALL_RUN: dict[str, Any] = {
     "strategies": [{"name": "unbounded"}, {"name": "sliding_window", "label": "sw20", "window_size": 20},
                    {"name": "offload_contracts"}],
 }
+
+
+def replace_table(run_dir: Path, name: str, frame: pd.DataFrame) -> None:
+    """Write ``frame`` as the run's table ``name`` and record its checksum and row count in the manifest,
+    as the run store would have: a test's edited run, not a damaged one."""
+    path = run_dir / name
+    frame.to_parquet(path, index=False)
+    manifest = Manifest.read(run_dir)
+    manifest.model_copy(update={"sha256": manifest.sha256 | {name: file_sha256(path)},
+                                "rows": manifest.rows | {name: len(frame)}}).write(run_dir)

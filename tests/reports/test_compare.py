@@ -19,7 +19,7 @@ from harness.run.config import RunConfig
 from harness.run.runner import run
 from reports.compare import Threshold, compare, parse_metrics, parse_threshold
 from reports.stats import METRICS
-from tests.reports.runs import SMALL_RUN
+from tests.reports.runs import SMALL_RUN, replace_table
 
 CONFIG: dict[str, Any] = SMALL_RUN
 STRATEGIES = ["offload_contracts", "sw20", "unbounded"]
@@ -41,7 +41,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     assert len(quiet) > 0
     sessions.loc[quiet[0], "loop_detected"] = True
     sessions["context_tokens_mean"] = sessions["context_tokens_mean"] * CONTEXT_FACTOR
-    sessions.to_parquet(b / "sessions.parquet", index=False)
+    replace_table(b, "sessions.parquet", sessions)
     return a, same, b
 
 

@@ -37,7 +37,7 @@ from reports.sweep import (
     variant_name,
     write_sweep_page,
 )
-from tests.reports.runs import SMALL_RUN
+from tests.reports.runs import SMALL_RUN, replace_table
 from tests.test_reports_imports import forbidden, loaded
 
 PARAM = "sliding_window.window_size"
@@ -457,7 +457,7 @@ def test_write_report_of_a_run_from_before_the_sweep_columns(plain_dir: Path, tm
     for name in ("config.toml", "manifest.json", "calls.parquet"):
         shutil.copy2(plain_dir / name, old / name)
     table = pd.read_parquet(plain_dir / "sessions.parquet").drop(columns=["model", "sweep_param", "sweep_value"])
-    table.to_parquet(old / "sessions.parquet", index=False)
+    replace_table(old, "sessions.parquet", table)
     assert write_report(old, ["md"]) == [old / "report.md"]
     assert not (old / "sweep.md").exists()
 

@@ -338,3 +338,33 @@ def test_merge_refuses_inputs_of_different_configs(tmp_path: Path, shards: tuple
 def test_merge_refuses_its_output_as_an_input(tmp_path: Path, shards: tuple[Path, Path]) -> None:
     with pytest.raises(RunError, match="cannot be one of the inputs"):
         merge(shards[0], [shards[0], shards[1]])
+
+
+@pytest.mark.parametrize("shard", [(1, 2), (2, 2)])
+def test_a_shard_run_into_a_whole_run_is_refused_and_the_tables_stay(tmp_path: Path, reference: Path,
+                                                                     shard: tuple[int, int]) -> None:
+    out = copy_of(reference, tmp_path)
+    before = snapshot(out)
+    with pytest.raises(RunError, match="holds batches outside shard"):
+        run(tiny(), out, shard=shard, quiet=True)
+    assert snapshot(out) == before
+
+
+def test_a_whole_run_completes_a_shard_directory(tmp_path: Path, shards: tuple[Path, Path], reference: Path) -> None:
+    out = copy_of(shards[0], tmp_path)
+    summary = run(tiny(), out, quiet=True)
+    assert summary.batches_skipped == len(list((shards[0] / "parts").glob("*.jsonl"))) > 0
+    assert table_bytes(out) == table_bytes(reference)
+
+
+@pytest.mark.parametrize("name", ["config.toml", "manifest.json", *TABLES])
+def test_a_directory_where_a_run_file_belongs_is_refused_before_any_work(tmp_path: Path, reference: Path,
+                                                                         name: str) -> None:
+    out = copy_of(reference, tmp_path)
+    (out / name).unlink()
+    (out / name).mkdir()
+    shutil.rmtree(out / "parts")  # so that a run that went ahead would have work to do
+    before = snapshot(out)
+    with pytest.raises(RunError, match="not a file"):
+        run(tiny(), out, quiet=True)
+    assert snapshot(out) == before
