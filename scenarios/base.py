@@ -222,7 +222,12 @@ def check_script(script: SessionScript) -> list[str]:
 
 
 class ScenarioParams(_Model):
-    """Parameters every family takes: session length and payload size."""
+    """Parameters every family takes: session length and payload size.
+
+    Strict and finite, in every family's subclass too: a config's ``turns = "40"`` or ``payload_sigma =
+    nan`` is refused rather than read as a number."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     #: Tool calls of the ideal session; None draws one from the default length mix (median ~60).
     turns: StrictInt | None = Field(None, ge=20, le=1000)

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from scenarios.base import ScenarioFamily, ScenarioParams, SessionScript, get, names, register
 from scenarios.draws import Draws, derive_seed
 
 #: Families the default mix draws from, equally likely.
 DEFAULT_FAMILIES = ("alert_chain", "db_slow_query", "deploy_regression", "k8s_crashloop", "log_triage")
+
+
+#: The largest weight: weights are relative, so a million to one already means "never", and the bound
+#: keeps their sum finite.
+MAX_WEIGHT = 1e6
 
 
 class MixParams(ScenarioParams):
@@ -29,8 +34,8 @@ class MixParams(ScenarioParams):
                 raise ValueError("a mix cannot contain itself")
             if name not in names():
                 raise ValueError(f"unknown scenario {name!r}; known: {', '.join(names())}")
-            if not weight >= 0:
-                raise ValueError(f"weight of {name!r} must be >= 0, got {weight}")
+            if not 0 <= weight <= MAX_WEIGHT:
+                raise ValueError(f"weight of {name!r} must be in [0, {MAX_WEIGHT:g}], got {weight}")
         if not any(w > 0 for w in weights.values()):
             raise ValueError("at least one weight must be > 0")
         return dict(sorted(weights.items()))
@@ -40,6 +45,20 @@ class MixParams(ScenarioParams):
         extra = set(self.family_params) - set(self.weights)
         if extra:
             raise ValueError(f"family_params for families not in weights: {sorted(extra)}")
+        # Each family's params are checked here, as `generate` will build them, so a bad one fails the
+        # config instead of every session of that family in the middle of a run.
+        shared = self.model_dump(exclude={"weights", "family_params"})
+        for family, params in self.family_params.items():
+            for key in params:
+                if key in shared:
+                    raise ValueError(f"family_params.{family}.{key}: a param every family shares; set it beside "
+                                     "weights")
+            try:
+                get(family).Params(**shared, **params)
+            except ValidationError as e:
+                first = e.errors()[0]
+                field = ".".join(str(p) for p in first["loc"])
+                raise ValueError(f"family_params.{family}.{field}: {first['msg']}") from None
         return self
 
 

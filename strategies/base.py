@@ -25,9 +25,11 @@ class CannotReduce(Exception):
 
 
 class StrategyParams(BaseModel):
-    """Base of every strategy's parameters: frozen, and unknown fields are errors."""
+    """Base of every strategy's parameters: frozen, unknown fields are errors, and numbers are strict
+    and finite (a config's ``window_size = "40"``, ``proactive = 1`` or ``threshold = nan`` is refused,
+    never coerced)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ProactiveParams(StrategyParams):

@@ -23,7 +23,8 @@ class CondenseParams(StrategyParams):
     keep_first: NonNegativeInt = 1
     max_tokens: PositiveInt | None = None
     minimum_progress: float = Field(0.1, gt=0, lt=1)
-    hard_reset_retries: StrictInt = Field(5, ge=1)
+    #: Each retry is one summarizer call (OpenHands: 5); past 100 a failing summarizer only spins.
+    hard_reset_retries: StrictInt = Field(5, ge=1, le=100)
     hard_reset_scaling: float = Field(0.8, gt=0, lt=1)
 
     @model_validator(mode="after")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from harness.core import Context, Message
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, create, get, register
@@ -16,7 +16,7 @@ COMPOSITES = frozenset({"pipeline", "hybrid"})
 
 
 class StageSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -36,6 +36,18 @@ class StageSpec(BaseModel):
 
 class PipelineParams(StrategyParams):
     stages: Annotated[list[StageSpec], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _stage_params(self) -> PipelineParams:
+        # Checked here, not only when `Pipeline` builds its stages, so the error names the stage.
+        for i, stage in enumerate(self.stages):
+            try:
+                get(stage.name).Params(**stage.params)
+            except ValidationError as e:
+                first = e.errors()[0]
+                field = ".".join(str(p) for p in first["loc"])
+                raise ValueError(f"stages[{i}] ({stage.name}).params.{field}: {first['msg']}") from None
+        return self
 
 
 @register("pipeline")

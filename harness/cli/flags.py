@@ -39,9 +39,16 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-report", action="store_true", help="do not write report.html / report.md at the end")
 
 
-def names(text: str | None) -> list[str] | None:
-    """A comma-separated list of names (``--strategies``, ``--scenarios``, ``--models``); None when not given."""
-    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+def names(text: str | None, flag: str) -> list[str] | None:
+    """A comma-separated list of names (``--strategies``, ``--scenarios``, ``--models``); None when not given.
+    UsageError naming ``flag`` when it is given but names nothing (``--strategies ,,``): running every
+    entry instead would be a run nobody asked for."""
+    if text is None:
+        return None
+    listed = [n.strip() for n in text.split(",") if n.strip()]
+    if not listed:
+        raise UsageError(f"{flag}: expected comma-separated names, got {text!r}")
+    return listed
 
 
 def shard(text: str | None) -> tuple[int, int] | None:
@@ -70,5 +77,5 @@ def load_run_config(args: argparse.Namespace) -> RunConfig:
 
     overrides = {key: getattr(args, key, None) for key in CONFIG_OVERRIDES}
     config = load_config(args.config, **overrides)
-    return config.select(names(getattr(args, "strategies", None)), names(getattr(args, "scenarios", None)),
-                         source=args.config)
+    return config.select(names(getattr(args, "strategies", None), "--strategies"),
+                         names(getattr(args, "scenarios", None), "--scenarios"), source=args.config)

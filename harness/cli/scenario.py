@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers, param_value
 from harness.cli.listing import print_listing
 
-if TYPE_CHECKING:
-    from pydantic import ValidationError
+#: The largest seed a script can be shown for: session seeds are 64-bit (`harness.core.crn.session_seed`),
+#: and the sessions table's seed column is what a user copies here.
+MAX_SESSION_SEED = 2**64 - 1
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -34,15 +35,18 @@ def handle_show(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     import scenarios
+    from harness.run.config import first_error
     from scenarios.base import script_summary
 
+    if not 0 <= args.seed <= MAX_SESSION_SEED:
+        raise UsageError(f"--seed: expected 0 to 2**64-1 (a session seed), got {args.seed}")
     params = generator_params(args.param)
     try:
         script = scenarios.generate(args.name, args.seed, **params)
     except KeyError as e:
         raise UsageError(str(e.args[0])) from None
     except ValidationError as e:
-        raise UsageError(f"scenario {args.name}: {_validation_line(e)}") from None
+        raise UsageError(f"scenario {args.name}: {first_error(e)}") from None
     if args.summary:
         print_listing([(k, str(v)) for k, v in script_summary(script).items()])
     else:
@@ -57,13 +61,8 @@ def generator_params(pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"--param: expected KEY=VALUE, got {pair!r}")
+        if key in params:
+            raise UsageError(f"--param: {key} is given twice")
         params[key] = param_value(raw)
     return params
 
-
-def _validation_line(e: ValidationError) -> str:
-    # Not harness.run.config.first_error: that one adds "(allowed: ...)" and drops "Value error, ",
-    # which would change this command's messages.
-    first = e.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "params"
-    return f"{field}: {first['msg']}"

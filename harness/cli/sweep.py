@@ -35,7 +35,10 @@ def handle(args: argparse.Namespace) -> int:
         args.config = str(DEFAULT_SWEEP)
     config = load_run_config(args)
     params = sweep_params(args.param)
-    config = config.with_sweep(params, names(args.models), source=args.config)
+    models = names(args.models, "--models")
+    # The file's own [sweep] was checked on loading, so what fails now is the flags' grid: say so.
+    given = " and ".join(flag for flag, value in (("--param", params), ("--models", models)) if value)
+    config = config.with_sweep(params, models, source=f"{args.config} with {given}" if given else args.config)
     return execute(config, args, default_stem="sweep")
 
 
@@ -46,5 +49,7 @@ def sweep_params(pairs: Sequence[str]) -> dict[str, list[Any]]:
         key, sep, raw = pair.partition("=")
         if not sep or not key or not raw:
             raise UsageError(f"--param: expected STRATEGY.PARAM=V1,V2,..., got {pair!r}")
+        if key in params:
+            raise UsageError(f"--param: {key} is given twice (list every value in one --param)")
         params[key] = [param_value(v) for v in raw.split(",")]
     return params

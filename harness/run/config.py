@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import scenarios
 import strategies
-from harness.sim.profiles import PROFILE_NAMES, Profile, profile, profile_from_table
+from harness.sim.profiles import PROFILE_NAMES, Profile, TomlFileError, profile, profile_from_table, read_toml
 
 #: The embedded default config: ``harness/default.toml`` is a link to ``examples/default.toml`` in the
 #: source tree and a copy of it in an installed wheel.
@@ -36,14 +36,26 @@ class ConfigError(Exception):
     """A mistake in a run config or its overrides: one line, exit code 2."""
 
 
+#: Every model of a config is strict and finite: a TOML string or boolean is never read as a number
+#: (``sessions = "2"``, ``jobs = true``), nor a float as an integer (``sessions = 2.0``), and inf and nan
+#: are refused, so a typo fails here instead of running with a value nobody wrote.
+STRICT = ConfigDict(strict=True, allow_inf_nan=False)
+#: The largest seed (and integer grid value): TOML integers are 64-bit signed, and a run's config.toml
+#: and tables must hold it.
+MAX_SEED = 2**63 - 1
+#: Scenario weights are relative; a million to one already gives the lighter entry no sessions, and
+#: the bound keeps ``sessions * weight`` and the sum of the weights finite.
+MAX_WEIGHT = 1e6
+
+
 class ScenarioEntry(BaseModel):
     """One ``[[scenarios]]`` table: a family name, its weight among the run's scenarios, and any other
     keys as that family's params."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = STRICT | ConfigDict(extra="allow", frozen=True)
 
     name: str
-    weight: float = Field(1.0, gt=0)
+    weight: float = Field(1.0, gt=0, le=MAX_WEIGHT)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -54,16 +66,19 @@ class StrategyEntry(BaseModel):
     """One ``[[strategies]]`` table: a strategy name, an optional label (the same strategy may run
     twice with different params), runtime switch overrides, and any other keys as its params."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = STRICT | ConfigDict(extra="allow", frozen=True)
 
     name: str
     label: str | None = None
     contracts: bool | None = None
     errors: Literal["plain", "three_class"] | None = None
     breaker: bool | None = None
-    token_budget: int | None = Field(None, ge=1)
-    #: Tool-output cap in characters (0: uncapped); none = the default of `Switches`.
-    output_cap_chars: int | None = Field(None, ge=0)
+    #: Bounded at 500,000 times the default budget (2M tokens): a larger one is no budget.
+    token_budget: int | None = Field(None, ge=1, le=10**12)
+    #: Tool-output cap in characters (0: uncapped); none = the default of `Switches`. Payloads are at
+    #: most 10**7 bytes (`ScenarioParams`), so 10**9 is already "uncapped"; the bound keeps the
+    #: session table's integer column in range.
+    output_cap_chars: int | None = Field(None, ge=0, le=10**9)
     #: This entry's model profile (a name or a table like the run's ``model``); none = the run's.
     model: str | dict[str, Any] | None = None
 
@@ -91,7 +106,9 @@ class SweepSpec(BaseModel):
     model). Every variant replays the same sessions, so the grid is paired throughout.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict but not finite-only: an inf in the grid is refused by `_axes`, which names the grid value
+    # (pydantic's message would name the first member of `SweepValue` instead).
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     models: list[str] = Field(default_factory=list)
     params: dict[str, list[SweepValue]] = Field(default_factory=dict)
@@ -115,6 +132,13 @@ class SweepSpec(BaseModel):
                 raise ValueError(f"params.{key}: expected \"<strategy>.<param>\", e.g. sliding_window.window_size")
             if not values:
                 raise ValueError(f"params.{key}: give at least one value")
+            for j, v in enumerate(values):
+                # Said here rather than by the strategy's Params, whose message would not name the grid
+                # value; a grid value is also a float column (`sweep_value`), so it must be one.
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise ValueError(f"params.{key}[{j}]: {v} is not a finite number")
+                if isinstance(v, int) and abs(v) > MAX_SEED:
+                    raise ValueError(f"params.{key}[{j}]: {v} is not a 64-bit integer")
             if len({_same_value_key(v) for v in values}) != len(values):
                 raise ValueError(f"params.{key}: a value appears twice")
         return value
@@ -141,10 +165,10 @@ class Variant:
 
 
 class RunConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT | ConfigDict(extra="forbid", frozen=True)
 
     sessions: int = Field(1000, ge=1, le=10_000_000)
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     #: A profile name, or a table of a profile's fields (``base = "<name>"`` plus changes allowed).
     model: str | dict[str, Any] = "frontier"
     executor: Literal["serial", "process", "dask"] = "process"
@@ -166,8 +190,9 @@ class RunConfig(BaseModel):
     @field_validator("scheduler")
     @classmethod
     def _scheduler_address(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"(tcp|tls|ucx|inproc)://[^\s:/]+(:[0-9]+)?", value):
-            raise ValueError(f"expected an address like tcp://HOST:8786, got {value!r}")
+        match = None if value is None else re.fullmatch(r"(tcp|tls|ucx|inproc)://[^\s:/]+(:([0-9]{1,5}))?", value)
+        if value is not None and (match is None or (match[3] is not None and not 1 <= int(match[3]) <= 65535)):
+            raise ValueError(f"expected an address like tcp://HOST:8786 (a port from 1 to 65535), got {value!r}")
         return value
 
     @model_validator(mode="after")
@@ -265,6 +290,11 @@ class RunConfig(BaseModel):
                 data["sweep"]["params"] = {k: v for k, v in data["sweep"]["params"].items()
                                            if any(e in kept for e in self.entries_named(k.rpartition(".")[0]))}
         if scenario_names:
+            for i, name in enumerate(scenario_names):
+                if name not in scenarios.names():
+                    raise ConfigError(f"--scenarios: unknown {name!r} (known: {', '.join(scenarios.names())})")
+                if name in scenario_names[:i]:
+                    raise ConfigError(f"--scenarios: {name!r} appears twice")
             data["scenarios"] = [{"name": n} for n in scenario_names]
         return config_from_data(data, source)
 
@@ -366,7 +396,12 @@ def _resolve_profile(model: str | dict[str, Any], field: str) -> Profile:
     except KeyError as e:
         raise ValueError(f"{field}.base: {e.args[0]}") from None
     except ValidationError as e:
-        raise ValueError(f"{field}: {first_error(e)}") from None
+        first = e.errors()[0]
+        if first["type"] == "missing" and "base" not in model:
+            raise ValueError(f"{field}: a table needs base = \"<profile>\" or every field of a profile "
+                             f"(missing {first['loc'][0]})") from None
+        line = first_error(e)  # "<field of the profile>: <problem>", or the problem alone
+        raise ValueError(f"{field}.{line}" if first["loc"] else f"{field}: {line}") from None
 
 
 def _variant(entry: StrategyEntry, model: str | dict[str, Any]) -> Variant:
@@ -406,29 +441,77 @@ def _default_params(name: str) -> dict[str, Any]:
 
 
 def first_error(e: ValidationError) -> str:
-    """The first problem of a pydantic error as one line: ``<field path>: <message> (allowed: ...)``."""
-    first = e.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
+    """The first problem of a pydantic error as one line: ``<field path>: <message> (allowed: ...)``, or
+    ``(got ...)`` when the value has the wrong type (``"2"`` where a number belongs)."""
+    errors = e.errors()
+    first = errors[0]
+    path = _field_path(first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
+    if len(path) < len(first["loc"]):  # a union (``str | dict``): pydantic reports each member's miss
+        misses = [m["msg"].removeprefix("Input should be ") for m in errors if _field_path(m["loc"]) == path]
+        msg = "Input should be " + " or ".join(dict.fromkeys(misses))
+    loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).removeprefix(".")
     ctx = first.get("ctx") or {}
     bounds = ", ".join(f"{k} {v}" for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
-    return f"{loc}: {msg}" + (f" (allowed: {bounds})" if bounds and bounds not in msg else "") if loc else msg
+    if bounds and bounds not in msg:
+        msg += f" (allowed: {bounds})"
+    elif first["type"].endswith("_type") or first["type"] in ("finite_number", "int_from_float"):
+        msg += f" (got {_as_toml(first['input'])})"
+    if not loc:
+        return msg
+    last = str(path[-1])
+    if msg.startswith(last) and msg[len(last):len(last) + 1] in (".", "[", ":"):
+        return loc + msg[len(last):]  # a validator's message that starts at its own field: one path
+    return f"{loc}: {msg}"
+
+
+#: The names pydantic gives the members of a union in an error's location (``model.str``,
+#: ``per_turn.constrained-int``): not fields, so not part of the path a user reads.
+_UNION_MEMBER = re.compile(r"(str|int|float|bool|constrained-\w+|\w+\[.*\])")
+
+
+def _field_path(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    return tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.fullmatch(p)))
+
+
+def _as_toml(value: object) -> str:
+    """A scalar as a config spells it (``true``, ``"2"``, ``inf``), so the user finds it in the file."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, str | int | float):
+        text = json.dumps(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+    return f"a {'table' if isinstance(value, dict) else 'list' if isinstance(value, list) else type(value).__name__}"
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> RunConfig:
-    """Read a TOML config (the embedded default when None) and apply flag overrides (None = unset)."""
+    """Read a TOML config (the embedded default when None) and apply flag overrides (None = unset).
+    ConfigError names the file and field, or the flag (``--sessions: ...``) when an override is wrong."""
+    if path is not None and not str(path):  # Path("") is the current directory: say what was given
+        raise ConfigError("the config path is empty")
     source = Path(path) if path is not None else DEFAULT_CONFIG
     try:
-        with source.open("rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{source}: no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{source}: {e}") from None
-    for key, value in overrides.items():
-        if value is not None:
-            data[key] = value
-    return config_from_data(data, source)
+        data = read_toml(source)
+    except TomlFileError as e:
+        raise ConfigError(str(e)) from None
+    given = {key: value for key, value in overrides.items() if value is not None}
+    for key, value in given.items():
+        check_override(key, value)
+    return config_from_data(data | given, source)
+
+
+def check_override(key: str, value: Any) -> None:
+    """ConfigError naming the flag ``--<key>`` unless ``value`` is valid for the config field ``key``.
+
+    Checked as a config of RunConfig's defaults and this one value, so the error is the flag's and is not
+    blamed on the config file the flag overrides."""
+    try:
+        RunConfig.model_validate({key: value})
+    except ValidationError as e:
+        line = first_error(e)
+        raise ConfigError(f"--{key}: {line.removeprefix(f'{key}: ')}") from None
 
 
 def config_from_data(data: Mapping[str, Any], source: str | Path | None = None) -> RunConfig:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,14 @@ class ValidationSizes:
     observation_sessions: int = 300
     determinism_sessions: int = 24
     jobs: int = 0
+
+    def __post_init__(self) -> None:
+        # Checked before anything runs: a bad size would otherwise fail in the middle of a half-hour run.
+        for field in fields(self):
+            value = getattr(self, field.name)
+            low = 0 if field.name == "jobs" else 1
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise ValidationError(f"sizes.{field.name}: expected an integer >= {low}, got {value!r}")
 
     @classmethod
     def quick(cls, jobs: int = 0) -> ValidationSizes:
@@ -387,6 +395,8 @@ def run_validation(out_dir: Path, sizes: ValidationSizes = ValidationSizes(), *,
     ``determinism-process``; tables: ``probes.parquet`` (both look-up kinds), ``length_curve.parquet``,
     ``position_curve.parquet``, ``m2.parquet``, ``observation_share.parquet``, ``loop_shapes.parquet``;
     ``checks.json`` (P8, P9, M3, the literal curves' RULER sources and the sizes)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValidationError(f"{out_dir}: exists and is not a directory")
     for name in ("complexity-trap", *ANCHORS, "seed-article", "seed-article-ablation", "sweep"):
         example_config(examples, name, None, sizes.jobs)  # fail before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -15,31 +15,50 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scenarios.base import Lookup
 
 Probability = Field(ge=0, le=1)
+#: The most tokens any count of a profile may hold: the oracle's "unlimited" window is 10**9, and every
+#: token field below the window (reserve, summary, cache threshold) is bounded by it too.
+MAX_TOKENS = 10**9
+#: A recall half-length in tokens: at least one token (below that (L / L_half)**k overflows a float
+#: for any long prompt), and infinity means "no decay", which the oracle uses and a user may write.
+HalfLength = Field(ge=1, allow_inf_nan=True)
+#: A decay exponent: the steepest fit of any profile is ~2.1 (stress-2023's literal curve) and the fit's
+#: search box ends at 5; at 20, (L / L_half)**k is at most 1e180 (10**9 tokens, L_half = 1), a float.
+Exponent = Field(gt=0, le=20)
+#: USD per million tokens: the dearest listed model costs a few hundred; 10,000 catches a typo.
+Price = Field(ge=0, le=10_000)
+#: Seconds of latency per prompt token: the built-ins' are 1e-5 to 1e-4; one second per token is
+#: slower than any served model and keeps a 10**9-token prompt's latency finite.
+SecondsPerToken = Field(ge=0, le=1)
 
 
 class Profile(BaseModel):
-    """One model's behaviour. Every field has a source or is marked (J) in mock-model.md 9."""
+    """One model's behaviour. Every field has a source or is marked (J) in mock-model.md 9.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Numbers are strict (``"2"`` or ``true`` is not 2) and finite (inf only where it means "no decay"),
+    and each has an upper bound no real model reaches, so no value a user may write overflows the
+    curves or the clock later, in the middle of a run.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     name: str
     #: Context window in tokens.
-    window_tokens: int = Field(ge=1024)
+    window_tokens: int = Field(ge=1024, le=MAX_TOKENS)
     #: Recall of a visible fact at short length (NoLiMa base scores: GPT-4o 99.3, GPT-4o-mini 84.9).
     p_max: float = Probability
     #: Length decay r(L) = 1 / (1 + (L / L_half)^k) of a latent look-up (mock-model.md v2 change 1):
     #: fitted to Context Rot / NoLiMa, whose needles never match the question literally.
-    L_half: float = Field(gt=0)
-    k: float = Field(gt=0)
+    L_half: float = HalfLength
+    k: float = Exponent
     #: The same decay for a literal look-up (an exact value copied from the text): least squares to
     #: the profile's RULER row (`LITERAL_SOURCES`, `fit_length_curve`). None: the latent curve.
-    L_half_literal: float | None = Field(default=None, gt=0)
-    k_literal: float | None = Field(default=None, gt=0)
+    L_half_literal: float | None = Field(default=None, ge=1, allow_inf_nan=True)
+    k_literal: float | None = Field(default=None, gt=0, le=20)  # as k
     #: Depth of the middle trough at 4K tokens (Lost in the Middle: GPT-3.5 middle/first 0.71).
     D0: float = Field(ge=0, le=0.6)
     #: Divide by the mean of the position factor so length fits (already averaged over depth)
@@ -47,8 +66,9 @@ class Profile(BaseModel):
     position_mean_normalise: bool = True
     #: Malformed-call base rate, and its growth with length (g_L) and raw-output share (g_N). (J)
     p_malformed_base: float = Probability
-    g_L: float = Field(ge=0)
-    g_N: float = Field(ge=0)
+    #: Growths are 0.15-1.0 (J); 100 multiplies the base rate a hundredfold at 8K tokens, past any fit.
+    g_L: float = Field(ge=0, le=100)
+    g_N: float = Field(ge=0, le=100)
     p_fix: float = Probability
     p_repeat_error: float = Probability
     p_refetch: float = Probability
@@ -56,38 +76,66 @@ class Profile(BaseModel):
     p_shortcut: float = Probability
     #: Best-case share of facts a summary keeps; times r(N_in). (J)
     keep_max: float = Probability
-    max_summary_tokens: int = Field(ge=50)
-    thought_tokens: int = Field(ge=1)
+    max_summary_tokens: int = Field(ge=50, le=MAX_TOKENS)
+    #: A thought is padded to this length token by token, once per step and branch: the built-ins
+    #: use 80-120, and 10,000 tokens of preamble per call is past any logged agent.
+    thought_tokens: int = Field(ge=1, le=10_000)
     #: Latency: base seconds, seconds per uncached / cached input token, decode tokens per second,
     #: lognormal sigma (P95/P50 about 1.8 for Sonnet 4.5).
-    base_s: float = Field(ge=0)
-    b_uncached: float = Field(ge=0)
-    b_cached: float = Field(ge=0)
-    decode_tps: float = Field(gt=0)
-    sigma: float = Field(ge=0)
+    #: Bounds: an hour of fixed latency per call is no model; 0.1 to 10**6 decode tokens per second
+    #: spans a CPU-bound local model to any accelerator; sigma 5 already puts P95 at 3,700 x P50, and
+    #: exp(sigma * z) stays finite.
+    base_s: float = Field(ge=0, le=3600)
+    b_uncached: float = SecondsPerToken
+    b_cached: float = SecondsPerToken
+    decode_tps: float = Field(ge=0.1, le=1e6)
+    sigma: float = Field(ge=0, le=5)
     #: USD per million tokens.
-    price_in: float = Field(ge=0)
-    price_cache_read: float = Field(ge=0)
-    price_cache_write: float = Field(ge=0)
-    price_out: float = Field(ge=0)
+    price_in: float = Price
+    price_cache_read: float = Price
+    price_cache_write: float = Price
+    price_out: float = Price
     #: Prompt caching: minimum cacheable prompt (None: caching off), TTL refreshed on hit, granularity.
-    cache_min_tokens: int | None = Field(default=1024, ge=1)
+    cache_min_tokens: int | None = Field(default=1024, ge=1, le=MAX_TOKENS)
     #: False turns prompt caching off whatever the fields below say (a TOML config has no null, so
     #: this is how one writes "caching off", e.g. for The Complexity Trap's cost comparison).
     caching: bool = True
-    cache_ttl_s: float = Field(default=300.0, gt=0)
-    cache_granularity: int = Field(default=1, ge=1)
+    #: Providers keep a cache 5 min to 1 h; a year is "never expires" for any session.
+    cache_ttl_s: float = Field(default=300.0, gt=0, le=365 * 86_400)
+    cache_granularity: int = Field(default=1, ge=1, le=MAX_TOKENS)
     #: Throttling, off by default: a per-call probability, or limits over 60 s of session clock.
     p_throttle: float = Field(default=0.0, ge=0, le=1)
-    rpm: int | None = Field(default=None, ge=1)
-    tpm: int | None = Field(default=None, ge=1)
+    #: Provider tiers allow up to tens of thousands of requests and tens of millions of tokens per
+    #: minute; a million times that is still "unlimited" and stays a 64-bit TOML integer.
+    rpm: int | None = Field(default=None, ge=1, le=10**9)
+    tpm: int | None = Field(default=None, ge=1, le=10**12)
     #: Tokens held back for the reply when checking the window (4,096, J).
-    max_output_reserve: int = Field(default=4096, ge=0)
+    max_output_reserve: int = Field(default=4096, ge=0, le=MAX_TOKENS)
     #: Extra input tokens of a summary call's prompt (500, J).
-    summarizer_prompt_tokens: int = Field(default=500, ge=0)
-    #: Turn limit per session (The Complexity Trap: 250) and attempts per step (12, J).
-    max_turns: int = Field(default=250, ge=1)
-    max_attempts_per_step: int = Field(default=12, ge=1)
+    summarizer_prompt_tokens: int = Field(default=500, ge=0, le=MAX_TOKENS)
+    #: Turn limit per session (The Complexity Trap: 250) and attempts per step (12, J). Bounded at 40
+    #: and about 80 times those: a longer limit only lets a stuck session spin for hours.
+    max_turns: int = Field(default=250, ge=1, le=10_000)
+    max_attempts_per_step: int = Field(default=12, ge=1, le=1000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _caching_off_has_one_spelling(cls, data: Any) -> Any:
+        """``cache_min_tokens = None`` (caching off) becomes ``caching = False`` with the default threshold:
+        a run directory's config.toml cannot write None (TOML has no null), so the other spelling would
+        read back as caching on, another config with another hash."""
+        if isinstance(data, dict) and "cache_min_tokens" in data and data["cache_min_tokens"] is None:
+            data = {k: v for k, v in data.items() if k != "cache_min_tokens"} | {"caching": False}
+        return data
+
+    @field_validator("L_half", "L_half_literal", mode="before")
+    @classmethod
+    def _not_nan(cls, value: Any) -> Any:
+        # These two fields allow inf (no decay), so nan would only meet the bound and read as "should
+        # be >= 1": say what is wrong instead.
+        if isinstance(value, float) and math.isnan(value):
+            raise ValueError("Input should be a number of tokens or inf (no decay), not nan")
+        return value
 
     # The curves of mock-model.md 2.1 --------------------------------------------------------------
     def length_factor(self, tokens: float, lookup: Lookup = "latent") -> float:
@@ -255,12 +303,53 @@ def profile_from_table(table: Mapping[str, Any], *, default_name: str | None = N
     return Profile(**fields)
 
 
+#: The largest TOML file read: configs are a few KB, and a bound keeps ``/dev/zero`` from reading forever.
+MAX_TOML_BYTES = 16 * 2**20
+
+
+class TomlFileError(ValueError):
+    """A user's TOML file that cannot be read or parsed; the message is one line naming the file."""
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The tables of a user's TOML file (config or profile); TomlFileError names the file and what is
+    wrong with it: missing, a directory, unreadable, binary, not UTF-8, or not TOML. An empty file is
+    valid TOML: an empty table. A UTF-8 byte-order mark (some editors write one) is skipped."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_TOML_BYTES + 1)
+    except FileNotFoundError:
+        raise TomlFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TomlFileError(f"{path}: is a directory") from None
+    except OSError as e:  # permissions, a symlink loop, a path through a file, a name too long, ...
+        raise TomlFileError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if len(raw) > MAX_TOML_BYTES:
+        raise TomlFileError(f"{path}: larger than {MAX_TOML_BYTES // 2**20} MiB, not a config")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise TomlFileError(f"{path}: not UTF-8 text (a UTF-16 byte-order mark; save it as UTF-8)")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise TomlFileError(f"{path}: a binary file, not TOML text (NUL byte at offset {nul})")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        offset = e.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        raise TomlFileError(f"{path}: not UTF-8 text (byte 0x{raw[offset]:02x} at offset {offset})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise TomlFileError(f"{path}: {e}") from None
+    except ValueError as e:  # an integer past Python's digit limit: its advice is for Python code
+        raise TomlFileError(f"{path}: {str(e).partition(';')[0]}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise TomlFileError(f"{path}: arrays or tables nested too deeply to read") from None
+
+
 def load_profile(source: str | Path) -> Profile:
     """A built-in profile by name, or a TOML file holding a table as `profile_from_table` reads it
-    (named after the file unless it says otherwise)."""
+    (named after the file unless it says otherwise). TomlFileError when the file cannot be read."""
     if isinstance(source, str) and source in _BUILTIN:
         return profile(source)
     path = Path(source)
-    with path.open("rb") as f:
-        data = tomllib.load(f)
-    return profile_from_table(data, default_name=path.stem)
+    return profile_from_table(read_toml(path), default_name=path.stem)

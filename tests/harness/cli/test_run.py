@@ -65,8 +65,8 @@ def test_run_json_prints_a_parseable_summary(tmp_path: Path) -> None:
     assert all(r["sessions"] == 4 for r in records)
     for r in records:
         assert 0 <= r["success_rate"] <= 1
-        assert {"context_tokens_mean", "tool_syntax_error_rate", "loop_rate", "latency_s_p95"} <= set(r)
-        for metric in ("success_rate", "context_tokens_mean", "latency_s_p95", "cost_usd_per_session"):
+        assert {"context_tokens_mean", "tool_syntax_error_rate", "loop_rate", "latency_p95"} <= set(r)
+        for metric in ("success_rate", "context_tokens_mean", "latency_p95", "cost_per_session"):
             low, high = r[f"{metric}_ci"]
             assert low <= r[metric] + 1e-9 and r[metric] <= high + 1e-9, (metric, r)
     assert all((tmp_path / "out" / name).exists() for name in TABLES)
@@ -95,7 +95,7 @@ def test_run_with_bad_config_exits_2_with_one_line_and_no_output(tmp_path: Path,
 
 BAD_FLAGS: dict[str, tuple[list[str], list[str]]] = {
     "unknown-strategy-flag": (["--strategies", "sw20,nope"], ["--strategies", "'nope'", "sw20", "unbounded"]),
-    "unknown-scenario-flag": (["--scenarios", "nope"], ["unknown scenario 'nope'", ", ".join(scenarios.names())]),
+    "unknown-scenario-flag": (["--scenarios", "nope"], ["--scenarios: unknown 'nope'", ", ".join(scenarios.names())]),
     "unknown-model-flag": (["--model", "gpt-9"], ["unknown profile 'gpt-9'", ", ".join(PROFILE_NAMES)]),
     "sessions-flag-out-of-range": (["--sessions", "0"], ["sessions", "ge 1"]),
     "jobs-flag-out-of-range": (["--jobs", "-1"], ["jobs", "ge 0"]),
@@ -238,5 +238,5 @@ def test_killed_run_resumes_to_the_same_tables_as_an_uninterrupted_run(tmp_path:
     sessions = pd.read_parquet(killed / "sessions.parquet")
     assert len(sessions) == LONG["sessions"] * len(LONG["strategies"])
     assert not sessions.duplicated(KEY).any()
-    session_rows, _ = read_parts(killed / "parts")
+    session_rows, _ = read_parts(killed)
     assert len(session_rows) == len({(r["scenario"], r["session_index"], r["strategy"]) for r in session_rows})

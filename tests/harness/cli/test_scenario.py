@@ -23,15 +23,48 @@ def test_show_summary_prints_one_aligned_line_per_field(capsys: pytest.CaptureFi
     assert all(line[width:width + 2] == "  " and line[width + 2] != " " for line in lines)
 
 
-@pytest.mark.parametrize(("args", "line"), [
-    (["nope"], "ctxbench: error: unknown scenario 'nope'"),
-    (["mix", "--param", "turns=5"],
-     "ctxbench: error: scenario mix: turns: Input should be greater than or equal to 20"),
-    (["mix", "--param", "turns"], "ctxbench: error: --param: expected KEY=VALUE, got 'turns'"),
-], ids=["unknown-scenario", "param-out-of-range", "param-without-value"])
+BAD_SHOW_ARGS: dict[str, tuple[list[str], str]] = {
+    "unknown-scenario": (["nope"], "ctxbench: error: unknown scenario 'nope'"),
+    "param-out-of-range": (["mix", "--param", "turns=5"],
+                           "ctxbench: error: scenario mix: turns: Input should be greater than or equal to 20"),
+    "param-without-value": (["mix", "--param", "turns"], "ctxbench: error: --param: expected KEY=VALUE, got 'turns'"),
+    "param-without-key": (["mix", "--param", "=20"], "ctxbench: error: --param: expected KEY=VALUE, got '=20'"),
+    "param-unknown": (["log_triage", "--param", "nosuch=1"],
+                      "ctxbench: error: scenario log_triage: nosuch: Extra inputs are not permitted"),
+    "param-inf": (["log_triage", "--param", "turns=inf"],
+                  'ctxbench: error: scenario log_triage: turns: Input should be a valid integer (got "inf")'),
+    "param-json-infinity": (["log_triage", "--param", "payload_sigma=Infinity"],
+                            "ctxbench: error: scenario log_triage: payload_sigma: Input should be a finite number"),
+    "param-1e308": (["log_triage", "--param", "turns=1e308"],
+                    "ctxbench: error: scenario log_triage: turns: Input should be a valid integer (got 1e+308)"),
+    "param-whole-float": (["log_triage", "--param", "turns=20.0"],
+                          "ctxbench: error: scenario log_triage: turns: Input should be a valid integer (got 20.0)"),
+    "param-quoted-number": (["log_triage", "--param", 'turns="20"'],
+                            'ctxbench: error: scenario log_triage: turns: Input should be a valid integer (got "20")'),
+    "param-given-twice": (["log_triage", "--param", "turns=20", "--param", "turns=30"],
+                          "ctxbench: error: --param: turns is given twice"),
+    "seed-negative": (["log_triage", "--seed", "-1"],
+                      "ctxbench: error: --seed: expected 0 to 2**64-1 (a session seed), got -1"),
+    "seed-past-64-bits": (["log_triage", "--seed", str(2**70)],
+                          f"ctxbench: error: --seed: expected 0 to 2**64-1 (a session seed), got {2**70}"),
+    "seed-not-an-integer": (["log_triage", "--seed", "1e3"],
+                            "ctxbench: error: ctxbench scenario show: argument --seed: invalid int value: '1e3'"),
+}
+
+
+@pytest.mark.parametrize(("args", "line"), list(BAD_SHOW_ARGS.values()), ids=list(BAD_SHOW_ARGS))
 def test_show_with_bad_input_exits_2_with_one_line(args: list[str], line: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scenario", "show", *args]) == 2
+    try:
+        code = main(["scenario", "show", *args])
+    except SystemExit as e:  # argparse's own errors exit through CommandParser.error
+        code = int(e.code or 0)
     out, err = capsys.readouterr()
-    assert out == ""
-    assert len(err.splitlines()) == 1 and err.startswith(line)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(line), err
+
+
+def test_show_takes_any_64_bit_session_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    """A session's seed in the sessions table is an unsigned 64-bit number: the largest one works."""
+    assert main(["scenario", "show", "log_triage", "--seed", str(2**64 - 1), "--param", "turns=20", "--summary"]) == 0
+    assert str(2**64 - 1) in capsys.readouterr().out

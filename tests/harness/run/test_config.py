@@ -4,6 +4,7 @@ the one-line ConfigError for every user mistake."""
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from pathlib import Path
@@ -356,6 +357,8 @@ BAD_CONFIGS = {
     "model-unknown-field": ('[model]\nbase = "frontier"\nwindw = 10\n', ["model", "windw"]),
     "unknown-top-level-key": ("sessionz = 3\n", ["sessionz"]),
     "executor": ('executor = "threads"\n', ["executor", "'serial'"]),
+    "scheduler-port-out-of-range": ('scheduler = "tcp://localhost:99999"\n',
+                                    ["scheduler", "a port from 1 to 65535", "99999"]),
 }
 SWEEP_BASE = '[[strategies]]\nname = "sliding_window"\n\n[[strategies]]\nname = "unbounded"\n\n'
 BAD_SWEEPS = {
@@ -378,6 +381,96 @@ BAD_SWEEPS = {
     "unknown-sweep-key": ('[sweep]\nmodel = ["mid"]\n', ["sweep.model"]),
 }
 BAD_CONFIGS |= {f"sweep-{name}": (SWEEP_BASE + text, expected) for name, (text, expected) in BAD_SWEEPS.items()}
+
+# No silent coercion: a string, a boolean or a whole float is never read as a number, nor 1 as true.
+STRICT_CONFIGS = {
+    "sessions-string": ('sessions = "2"\n', ["sessions: Input should be a valid integer", '(got "2")']),
+    "sessions-whole-float": ("sessions = 2.0\n", ["sessions", "valid integer", "(got 2.0)"]),
+    "jobs-boolean": ("jobs = true\n", ["jobs", "valid integer", "(got true)"]),
+    "seed-string": ('seed = "7"\n', ["seed", '(got "7")']),
+    "batch-size-float": ("batch_size = 8.5\n", ["batch_size", "(got 8.5)"]),
+    "contracts-string": ('[[strategies]]\nname = "unbounded"\ncontracts = "yes"\n',
+                         ["strategies[0].contracts: Input should be a valid boolean", '(got "yes")']),
+    "breaker-integer": ('[[strategies]]\nname = "unbounded"\nbreaker = 1\n', ["strategies[0].breaker", "(got 1)"]),
+    "token-budget-string": ('[[strategies]]\nname = "unbounded"\ntoken_budget = "5"\n',
+                            ["strategies[0].token_budget", "valid integer"]),
+    "label-number": ('[[strategies]]\nname = "unbounded"\nlabel = 3\n', ["strategies[0].label", "valid string"]),
+    "weight-string": ('[[scenarios]]\nname = "mix"\nweight = "1"\n',
+                      ["scenarios[0].weight: Input should be a valid number", '(got "1")']),
+    "scenario-param-string": ('[[scenarios]]\nname = "mix"\nturns = "40"\n',
+                              ["scenarios[0] (mix): turns", "valid integer"]),
+    "scenario-param-whole-float": ('[[scenarios]]\nname = "mix"\npayload_median_bytes = 1500.0\n',
+                                   ["payload_median_bytes", "valid integer"]),
+    "mix-weight-string": ('[[scenarios]]\nname = "mix"\nweights = {log_triage = "1"}\n',
+                          ["scenarios[0] (mix)", "weights.log_triage", "valid number"]),
+    "mix-family-param-string": ('[[scenarios]]\nname = "mix"\nweights = {log_triage = 1}\n'
+                                'family_params = {log_triage = {dump_scale = "x"}}\n',
+                                ["scenarios[0] (mix)", "family_params.log_triage.dump_scale", "valid number"]),
+    "strategy-param-string": ('[[strategies]]\nname = "sliding_window"\nwindow_size = "40"\n',
+                              ["strategies[0] (sliding_window): window_size", "valid integer", '(got "40")']),
+    "strategy-param-whole-float": ('[[strategies]]\nname = "sliding_window"\nwindow_size = 40.0\n',
+                                   ["window_size", "valid integer"]),
+    "strategy-switch-integer": ('[[strategies]]\nname = "sliding_window"\nproactive = 1\n',
+                                ["proactive", "valid boolean"]),
+    "union-param-string": ('[[strategies]]\nname = "sliding_window"\nper_turn = "x"\n',
+                           ["per_turn: Input should be a valid boolean or a valid integer", '(got "x")']),
+    "pipeline-stage-param-string": ('[[strategies]]\nname = "pipeline"\n'
+                                    'stages = [{name = "sliding_window", params = {window_size = "3"}}]\n',
+                                    ["strategies[0] (pipeline)", "stages[0] (sliding_window).params.window_size",
+                                     "valid integer"]),
+    "model-field-string": ('[model]\nbase = "mid"\np_max = "0.9"\n', ["model.p_max", "valid number"]),
+    "model-switch-integer": ('[model]\nbase = "mid"\ncaching = 0\n', ["model.caching", "valid boolean"]),
+    "model-integer-whole-float": ('[model]\nbase = "mid"\nwindow_tokens = 8192.0\n',
+                                  ["model.window_tokens", "valid integer"]),
+    "model-neither-name-nor-table": ("model = 5\n", ["model: Input should be a valid string or a valid dictionary"]),
+    "sweep-value-string": (SWEEP_BASE + '[sweep.params]\n"sliding_window.window_size" = ["10"]\n',
+                           ["sweep.params.sliding_window.window_size[0]", "valid integer"]),
+}
+# Finite numbers only, and none so large that it overflows later, in the middle of a run.
+NON_FINITE_CONFIGS = {
+    "weight-inf": ('[[scenarios]]\nname = "mix"\nweight = inf\n', ["scenarios[0].weight", "finite number"]),
+    "weight-nan": ('[[scenarios]]\nname = "mix"\nweight = nan\n', ["scenarios[0].weight", "finite number"]),
+    "weight-huge": ('[[scenarios]]\nname = "mix"\nweight = 1e308\n', ["scenarios[0].weight", "le 1000000"]),
+    "weights-whose-sum-overflows": ('[[scenarios]]\nname = "mix"\nweight = 1e308\n'
+                                    '[[scenarios]]\nname = "log_triage"\nweight = 1e308\n',
+                                    ["scenarios[0].weight", "le 1000000"]),
+    "mix-weight-inf": ('[[scenarios]]\nname = "mix"\nweights = {log_triage = inf}\n',
+                       ["weights.log_triage", "finite number"]),
+    "mix-weight-huge": ('[[scenarios]]\nname = "mix"\nweights = {log_triage = 1e308, alert_chain = 1e308}\n',
+                        ["weights", "must be in [0, 1e+06]"]),
+    "scenario-param-nan": ('[[scenarios]]\nname = "mix"\npayload_sigma = nan\n', ["payload_sigma", "finite number"]),
+    "strategy-param-nan": ('[[strategies]]\nname = "sliding_window"\nthreshold = nan\n',
+                           ["threshold", "finite number"]),
+    "strategy-param-inf": ('[[strategies]]\nname = "condense"\nminimum_progress = inf\n',
+                           ["minimum_progress", "finite number"]),
+    "strategy-retries-huge": ('[[strategies]]\nname = "condense"\nhard_reset_retries = 10000000\n',
+                              ["hard_reset_retries", "le 100"]),
+    "token-budget-huge": ('[[strategies]]\nname = "unbounded"\ntoken_budget = 9223372036854775807\n',
+                          ["token_budget", "le 1000000000000"]),
+    "output-cap-huge": ('[[strategies]]\nname = "unbounded"\noutput_cap_chars = 9223372036854775807\n',
+                        ["output_cap_chars", "le 1000000000"]),
+    "seed-past-64-bits": ("seed = 9223372036854775808\n", ["seed", "le 9223372036854775807"]),
+    "model-k-overflowing": ('[model]\nbase = "mid"\nk = 1e308\n', ["model.k", "le 20"]),
+    "model-price-inf": ('[model]\nbase = "mid"\nprice_in = inf\n', ["model.price_in", "finite number"]),
+    "model-sigma-nan": ('[model]\nbase = "mid"\nsigma = nan\n', ["model.sigma", "finite number"]),
+    "model-half-length-nan": ('[model]\nbase = "mid"\nL_half = nan\n', ["model.L_half", "not nan"]),
+    "model-half-length-zero": ('[model]\nbase = "mid"\nL_half = 0\n', ["model.L_half", "ge 1"]),
+    "model-decode-zero": ('[model]\nbase = "mid"\ndecode_tps = 0\n', ["model.decode_tps", "ge 0.1"]),
+    "model-table-without-base": ("model = {}\n", ['model: a table needs base = "<profile>"', "(missing name)"]),
+    "entry-model-field-inf": ('[[strategies]]\nname = "unbounded"\nmodel = {base = "mid", base_s = inf}\n',
+                              ["strategies[0].model.base_s", "finite number"]),
+    "sweep-value-inf": (SWEEP_BASE + '[sweep.params]\n"sliding_window.threshold" = [0.5, inf]\n',
+                        ["sweep.params.sliding_window.threshold[1]: inf is not a finite number"]),
+    "sweep-value-nan": (SWEEP_BASE + '[sweep.params]\n"sliding_window.window_size" = [nan]\n',
+                        ["sweep.params.sliding_window.window_size[0]: nan is not a finite number"]),
+    "sweep-value-past-64-bits": (SWEEP_BASE + '[sweep.params]\n"sliding_window.window_size" = [9223372036854775808]\n',
+                                 ["sweep.params.sliding_window.window_size[0]", "not a 64-bit integer"]),
+}
+BAD_CONFIGS |= STRICT_CONFIGS | NON_FINITE_CONFIGS
+# A mix passes its shared params to every family itself: one in family_params would fail every session.
+BAD_CONFIGS["mix-family-param-shared"] = ('[[scenarios]]\nname = "mix"\nweights = {log_triage = 1}\n'
+                                          'family_params = {log_triage = {turns = 30}}\n',
+                                          ["family_params.log_triage.turns", "a param every family shares"])
 
 
 @pytest.mark.parametrize(("text", "expected"), list(BAD_CONFIGS.values()), ids=list(BAD_CONFIGS))
@@ -414,18 +507,84 @@ def test_missing_file_raises_config_error_naming_it(tmp_path: Path) -> None:
         load_config(path)
 
 
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"", None),
+    (b"\x00seed = 1\n", "a binary file, not TOML text"),
+    ("sessions = 2\n".encode("utf-16"), "not UTF-8 text"),
+    (b"# caf\xe9\nsessions = 2\n", "not UTF-8 text (byte 0xe9 at offset 5)"),
+], ids=["empty", "binary", "utf-16", "latin-1"])
+def test_a_file_that_is_not_utf8_toml_raises_one_line_naming_it(tmp_path: Path, data: bytes,
+                                                                expected: str | None) -> None:
+    path = tmp_path / "run.toml"
+    path.write_bytes(data)
+    if expected is None:  # empty is valid TOML: every default applies
+        assert load_config(path) == load_config(write(tmp_path, "", "defaults.toml"))
+        return
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ") and expected in str(info.value)
+
+
+def test_a_directory_given_as_the_config_raises_one_line_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"is a directory$"):
+        load_config(tmp_path)
+
+
+def test_an_empty_config_path_is_refused_not_read_as_the_current_directory() -> None:
+    with pytest.raises(ConfigError, match=r"^the config path is empty$"):
+        load_config("")
+
+
 @pytest.mark.parametrize(("override", "expected"), [
-    ({"sessions": 0}, "sessions"),
-    ({"model": "gpt-9"}, "unknown profile 'gpt-9'"),
-    ({"jobs": -2}, "jobs"),
-    ({"executor": "threads"}, "executor"),
+    ({"sessions": 0}, "--sessions: Input should be greater than or equal to 1"),
+    ({"sessions": 10**11}, "--sessions: Input should be less than or equal to 10000000"),
+    ({"seed": -1}, "--seed: Input should be greater than or equal to 0"),
+    ({"seed": 2**70}, "--seed: Input should be less than or equal to 9223372036854775807"),
+    ({"model": "gpt-9"}, "--model: unknown profile 'gpt-9'"),
+    ({"jobs": -2}, "--jobs: Input should be greater than or equal to 0"),
+    ({"jobs": 100_000}, "--jobs: Input should be less than or equal to 1024"),
+    ({"executor": "threads"}, "--executor: Input should be 'serial', 'process' or 'dask'"),
+    ({"scheduler": "localhost"}, "--scheduler: expected an address like tcp://HOST:8786"),
 ])
-def test_bad_flag_override_raises_config_error(tmp_path: Path, override: dict[str, Any], expected: str) -> None:
+def test_bad_flag_override_raises_config_error_naming_the_flag(tmp_path: Path, override: dict[str, Any],
+                                                               expected: str) -> None:
     path = write(tmp_path, "sessions = 5\n")
     with pytest.raises(ConfigError) as info:
         load_config(path, **override)
-    assert expected in str(info.value)
-    assert "\n" not in str(info.value)
+    assert str(info.value).startswith(expected), str(info.value)
+    assert "\n" not in str(info.value) and "run.toml" not in str(info.value)
+
+
+@pytest.mark.parametrize(("scenario_names", "expected"), [
+    (["nope"], "--scenarios: unknown 'nope' (known: " + KNOWN_SCENARIOS + ")"),
+    (["mix", "mix"], "--scenarios: 'mix' appears twice"),
+])
+def test_selecting_bad_scenarios_raises_one_line_naming_the_flag(scenario_names: list[str], expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        RunConfig(**base_data()).select(scenario_names=scenario_names)
+    assert str(info.value) == expected
+
+
+def test_numbers_that_mean_something_are_accepted(tmp_path: Path) -> None:
+    """Strictness refuses what no one means; what a config legitimately says still loads: an integer
+    where a float belongs, an infinite half-length (no decay), a weight of 0 in a mix."""
+    path = write(tmp_path, """
+        [model]
+        base = "mid"
+        L_half = inf
+        decode_tps = 100
+        [[scenarios]]
+        name = "mix"
+        weight = 2
+        weights = {log_triage = 1, alert_chain = 0}
+        [[strategies]]
+        name = "sliding_window"
+        threshold = 1
+    """)
+    config = load_config(path)
+    assert config.profile().L_half == math.inf and config.profile().decode_tps == 100.0
+    assert config.scenarios[0].weight == 2.0
+    assert config.strategy_entries()[0].params == {"threshold": 1}
 
 
 # Sweeps: [sweep] expands the strategies one factor at a time, crossed with profiles ---------------------------

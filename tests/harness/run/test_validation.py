@@ -7,6 +7,7 @@ every link and image of the document exists."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ from harness.cli import main as cli_main
 from harness.run.config import RunConfig
 from harness.run.validation import (
     LOOP_SHAPES,
+    ValidationError,
     ValidationSizes,
     classify_loop,
     literal_sources,
@@ -202,6 +204,62 @@ def test_cli_rejects_bad_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code = cli_main(["validation", "--sessions", "0", "--out", str(tmp_path / "o"), "--doc", str(tmp_path / "v.md")])
     assert code == 2
     assert "--sessions" in capsys.readouterr().err
+
+
+def _no_configs(d: Path) -> None:
+    (d / "ex").mkdir()
+
+
+def _a_file(d: Path) -> None:
+    (d / "afile").write_text("")
+
+
+def _a_directory(d: Path) -> None:
+    (d / "adir").mkdir()
+
+
+#: Flags of `ctxbench validation` that would fail only after half an hour of runs: each is one line naming
+#: the flag before anything runs (setup, flags, what the line says).
+BAD_VALIDATION_FLAGS: dict[str, tuple[Callable[[Path], None] | None, list[str], str]] = {
+    "jobs-negative": (None, ["--jobs", "-1"], "--jobs: Input should be greater than or equal to 0"),
+    "jobs-huge": (None, ["--jobs", "100000"], "--jobs: Input should be less than or equal to 1024"),
+    "sessions-zero": (None, ["--sessions", "0"], "--sessions: Input should be greater than or equal to 1"),
+    "sessions-huge": (None, ["--sessions", "99999999999"], "--sessions: Input should be less than or equal to"),
+    "doc-a-directory": (_a_directory, ["--doc", "adir"], "--doc: adir exists and is a directory"),
+    "doc-through-a-file": (_a_file, ["--doc", "afile/v.md"], "--doc: afile is not a directory"),
+    "doc-name-too-long": (None, ["--doc", "d" * 300 + ".md"], "--doc: cannot be used (File name too long)"),
+    "out-a-file": (_a_file, ["--out", "afile"], "--out: afile exists and is not a directory"),
+    "out-through-a-file": (_a_file, ["--out", "afile/runs"], "--out: afile is not a directory"),
+    "examples-missing": (None, ["--examples", "nothing"], "--examples: nothing is not a directory"),
+    "examples-a-file": (_a_file, ["--examples", "afile"], "--examples: afile is not a directory"),
+    "examples-without-configs": (_no_configs, ["--examples", "ex"],
+                                 "validation: ex/complexity-trap.toml: no such file"),
+    "report-only-on-an-empty-out": (_a_directory, ["--report-only", "--out", "adir"],
+                                    "validation: adir: not a finished validation directory"),
+}
+
+
+@pytest.mark.parametrize(("setup", "flags", "expected"), list(BAD_VALIDATION_FLAGS.values()),
+                         ids=list(BAD_VALIDATION_FLAGS))
+def test_cli_refuses_a_bad_flag_in_one_line_before_running_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        setup: Callable[[Path], None] | None, flags: list[str], expected: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    if setup is not None:
+        setup(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    defaults = ["--out", "runs", "--doc", "v.md", "--quick", "--quiet"]
+    code = cli_main(["validation", *defaults, *flags])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", err
+    assert len(err.splitlines()) == 1 and err.startswith(f"ctxbench: error: {expected}"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+@pytest.mark.parametrize("field", ["sessions", "probe_samples", "jobs"])
+def test_validation_sizes_refuse_a_count_out_of_range(field: str) -> None:
+    with pytest.raises(ValidationError, match=f"sizes.{field}: expected an integer >= "):
+        ValidationSizes(**{field: -1})
 
 
 def test_the_seed_article_is_repeated_per_profile_and_ablated(

@@ -4,20 +4,25 @@ and loading profiles from TOML."""
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from harness.sim import profiles
 from harness.sim.profiles import (
     LITERAL_FIT_RMSE,
     LITERAL_SOURCES,
     PROFILE_NAMES,
     RULER_ROWS,
     Profile,
+    TomlFileError,
     fit_length_curve,
     load_profile,
     profile,
+    read_toml,
 )
 
 
@@ -137,7 +142,14 @@ def test_oracle_window_is_effectively_unlimited() -> None:
 
 
 def test_stress_has_no_caching() -> None:
-    assert profile("stress-2023").cache_min_tokens is None
+    assert profile("stress-2023").caching is False
+
+
+def test_caching_off_has_one_spelling_so_a_dumped_profile_reads_back_equal() -> None:
+    off = profile("mid", cache_min_tokens=None)
+    assert off == profile("mid", caching=False)
+    dumped = {k: v for k, v in off.model_dump(mode="json").items() if v is not None}  # what TOML can hold
+    assert Profile(**dumped) == off
 
 
 def test_overrides_replace_fields_and_keep_the_rest() -> None:
@@ -231,6 +243,172 @@ def test_load_profile_full_toml_missing_field_is_named(tmp_path: Path) -> None:
     with pytest.raises(ValidationError) as info:
         load_profile(path)
     assert "p_max" in str(info.value)
+
+
+# A user's TOML file that cannot be read: one TomlFileError line naming the file -------------------------
+
+
+def _directory(d: Path) -> Path:
+    (d / "dir.toml").mkdir()
+    return d / "dir.toml"
+
+
+def _symlink_loop(d: Path) -> Path:
+    (d / "a.toml").symlink_to(d / "b.toml")
+    (d / "b.toml").symlink_to(d / "a.toml")
+    return d / "a.toml"
+
+
+def _through_a_file(d: Path) -> Path:
+    (d / "a.toml").write_text("sessions = 2\n")
+    return d / "a.toml" / "x.toml"
+
+
+def _written(name: str, data: bytes) -> Callable[[Path], Path]:
+    def make(d: Path) -> Path:
+        (d / name).write_bytes(data)
+        return d / name
+    return make
+
+
+#: How a path given as a TOML file can fail to be one, and what the error line must say.
+UNREADABLE_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "missing": (lambda d: d / "absent.toml", "absent.toml: no such file"),
+    "directory": (_directory, "dir.toml: is a directory"),
+    "binary": (_written("x.toml", b"\x00\x01\x02seed = 1\n"),
+               "x.toml: a binary file, not TOML text (NUL byte at offset 0)"),
+    "utf-16": (_written("x.toml", "sessions = 2\n".encode("utf-16")),
+               "x.toml: not UTF-8 text (a UTF-16 byte-order mark"),
+    "latin-1": (_written("x.toml", 'name = "caf\xe9"\n'.encode("latin-1")),
+                "x.toml: not UTF-8 text (byte 0xe9 at offset 11)"),
+    "symlink-loop": (_symlink_loop, "a.toml: cannot be read (Too many levels of symbolic links)"),
+    "path-through-a-file": (_through_a_file, "x.toml: cannot be read (Not a directory)"),
+    "name-too-long": (lambda d: d / ("n" * 300 + ".toml"), ".toml: cannot be read (File name too long)"),
+    "not-toml": (_written("x.toml", b"sessions = = 2\n"), "x.toml: Invalid value (at line 1, column 12)"),
+    "integer-past-the-digit-limit": (_written("x.toml", b"seed = " + b"1" * 5000 + b"\n"),
+                                     "x.toml: Exceeds the limit (4300 digits)"),
+    "nested-too-deeply": (_written("x.toml", b"seed = " + b"[" * 5000 + b"]" * 5000 + b"\n"),
+                          "x.toml: arrays or tables nested too deeply to read"),
+}
+
+
+@pytest.mark.parametrize(("make", "expected"), list(UNREADABLE_FILES.values()), ids=list(UNREADABLE_FILES))
+def test_an_unreadable_toml_file_is_one_line_naming_it(tmp_path: Path, make: Callable[[Path], Path],
+                                                       expected: str) -> None:
+    path = make(tmp_path)
+    with pytest.raises(TomlFileError) as info:
+        read_toml(path)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(str(path)), message
+    assert expected in message, message
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its permissions")
+def test_a_toml_file_without_read_permission_is_one_line_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    path.write_text("seed = 1\n")
+    path.chmod(0)
+    with pytest.raises(TomlFileError, match=r"x\.toml: cannot be read \(Permission denied\)$"):
+        read_toml(path)
+
+
+def test_a_toml_file_past_the_size_limit_is_refused_without_reading_it_all(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profiles, "MAX_TOML_BYTES", 2**20)
+    path = tmp_path / "big.toml"
+    path.write_bytes(b"# " + b"x" * 2**20 + b"\n")
+    with pytest.raises(TomlFileError, match=r"big\.toml: larger than 1 MiB"):
+        read_toml(path)
+
+
+def test_an_empty_toml_file_is_an_empty_table_and_a_utf8_bom_is_skipped(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.toml"
+    empty.write_bytes(b"")
+    assert read_toml(empty) == {}
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbfseed = 3\n")
+    assert read_toml(bom) == {"seed": 3}
+
+
+def test_load_profile_of_a_directory_is_one_line_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(TomlFileError, match=r"is a directory"):
+        load_profile(tmp_path)
+
+
+# Strict, finite, bounded fields ------------------------------------------------------------------------
+
+#: Every field but the name; the types as the model declares them.
+FIELDS = {name: info for name, info in Profile.model_fields.items() if name != "name"}
+BOOL_FIELDS = [name for name, info in FIELDS.items() if info.annotation is bool]
+INT_FIELDS = [name for name, info in FIELDS.items() if info.annotation in (int, int | None)]
+FLOAT_FIELDS = [name for name, info in FIELDS.items() if info.annotation in (float, float | None)]
+#: The two fields where inf means something: no decay.
+INF_ALLOWED = ("L_half", "L_half_literal")
+
+
+def test_the_field_lists_cover_every_field() -> None:
+    assert sorted(BOOL_FIELDS + INT_FIELDS + FLOAT_FIELDS) == sorted(FIELDS)
+
+
+@pytest.mark.parametrize("field", sorted(FIELDS))
+@pytest.mark.parametrize("bad", ["1", -1, math.nan], ids=["string", "negative", "nan"])
+def test_every_field_refuses_a_string_a_negative_and_nan(field: str, bad: object) -> None:
+    with pytest.raises(ValidationError) as info:
+        profile("mid", **{field: bad})
+    assert info.value.errors()[0]["loc"][0] == field
+
+
+@pytest.mark.parametrize("field", [f for f in INT_FIELDS + FLOAT_FIELDS if f not in INF_ALLOWED])
+@pytest.mark.parametrize("bad", [math.inf, 1e308, True], ids=["inf", "1e308", "boolean"])
+def test_every_number_but_a_half_length_refuses_inf_an_overflowing_value_and_a_boolean(field: str, bad: object) -> None:
+    with pytest.raises(ValidationError) as info:
+        profile("mid", **{field: bad})
+    assert info.value.errors()[0]["loc"][0] == field
+
+
+@pytest.mark.parametrize("field", INT_FIELDS)
+def test_every_integer_refuses_a_float_even_a_whole_one(field: str) -> None:
+    with pytest.raises(ValidationError, match="valid integer"):
+        profile("mid", **{field: 2048.0})
+
+
+@pytest.mark.parametrize("field", BOOL_FIELDS)
+def test_every_switch_refuses_an_integer(field: str) -> None:
+    with pytest.raises(ValidationError, match="valid boolean"):
+        profile("mid", **{field: 1})
+
+
+@pytest.mark.parametrize("field", FLOAT_FIELDS)
+def test_every_float_takes_an_integer(field: str) -> None:
+    value = getattr(profile("mid"), field)
+    assert getattr(profile("mid", **{field: round(value)}), field) == round(value)
+
+
+@pytest.mark.parametrize("field", INF_ALLOWED)
+def test_an_infinite_half_length_means_no_decay(field: str) -> None:
+    p = profile("mid", **{field: math.inf})
+    assert p.length_factor(10**9, "literal" if field == "L_half_literal" else "latent") == 1.0
+    with pytest.raises(ValidationError, match="not nan"):
+        profile("mid", **{field: math.nan})
+
+
+def _upper(field: str) -> float:
+    return next(m.le for m in FIELDS[field].metadata if hasattr(m, "le"))
+
+
+def test_every_curve_stays_finite_with_every_field_at_its_bound() -> None:
+    """The bounds are what keeps a run's numbers finite: the steepest curve at the shortest half-length,
+    the slowest and noisiest latency, the dearest prices, every growth at its top, at the longest prompt."""
+    top = {f: _upper(f) for f in FLOAT_FIELDS if f not in INF_ALLOWED}
+    worst = profile("mid", **top | {"L_half": 1.0, "L_half_literal": 1.0, "decode_tps": 0.1, "D0": 0.6})
+    tokens = 10**9  # the largest window any profile may have
+    for lookup in ("latent", "literal"):
+        assert math.isfinite(worst.length_factor(tokens, lookup))
+        assert 0 <= worst.p_recall(tokens, 0.5, lookup) <= 1
+        assert math.isfinite(worst.p_keep(tokens, lookup))
+    assert 0 <= worst.p_malformed(tokens, 1.0) <= 0.5
+    assert math.isfinite(worst.model_seconds(tokens, tokens, 10**6, tokens, z=8.0))
+    assert math.isfinite(worst.cost_usd(tokens, tokens, tokens, tokens))
 
 
 def _toml(value: object) -> str:
