@@ -18,10 +18,11 @@ def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench validation``."""
     val = subparsers.add_parser("validation", help="run the validation experiments and write docs/validation.md: "
                                                    "every published target with our figure, its CI and a verdict")
-    val.add_argument("--out", default="runs/validation", help="directory for the runs and probes (resumable; "
-                                                              "default: runs/validation)")
-    val.add_argument("--doc", default="docs/validation.md", help="the document to write (default: docs/validation.md; "
-                                                                 "its PNGs and reports go to <doc dir>/validation/)")
+    val.add_argument("--out", help="directory for the runs and probes (resumable; default: runs/validation, "
+                                   "runs/validation-quick with --quick)")
+    val.add_argument("--doc", help="the document to write (default: docs/validation.md, <out>/validation.md with "
+                                   "--quick, so a quick try never replaces the shipped document; its PNGs and reports "
+                                   "go to <doc dir>/validation/)")
     val.add_argument("--sessions", type=int, help="paired sessions of the section-11 runs (default 2,000)")
     val.add_argument("--quick", action="store_true", help="a few sessions of everything: to try the command, not to "
                                                           "judge the verdicts")
@@ -38,8 +39,12 @@ def handle(args: argparse.Namespace) -> int:
     from harness.run.validation import EXAMPLES, ValidationError, ValidationSizes, run_validation
     from reports.validation import ValidationInputError, write_validation
 
-    if args.sessions is not None and args.sessions < 1:
-        raise UsageError("--sessions: must be at least 1")
+    # A quick run's verdicts mean nothing: by default it writes under runs/, never over the tracked docs/.
+    if args.out is None:
+        args.out = "runs/validation-quick" if args.quick else "runs/validation"
+    if args.doc is None:
+        args.doc = str(Path(args.out) / "validation.md") if args.quick else "docs/validation.md"
+    check_flags(args)
     sizes = ValidationSizes.quick(args.jobs) if args.quick else ValidationSizes(jobs=args.jobs)
     if args.sessions is not None:
         sizes = dataclasses.replace(sizes, sessions=args.sessions)
@@ -65,3 +70,38 @@ def handle(args: argparse.Namespace) -> int:
             print(f"  {check.verdict:<8} {check.id:<4} {check.title} ({check.setup}): published {check.published}; "
                   f"ours {check.ours}")
     return 1 if result.hard_failures else 0
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """UsageError (or ConfigError) for a flag that would fail only after the experiments ran, which takes
+    half an hour: counts the run config refuses, an --out or --doc that cannot be a directory or a file,
+    an --examples that is no directory."""
+    from harness.run.config import check_override
+
+    for flag in ("sessions", "jobs"):
+        if getattr(args, flag) is not None:
+            check_override(flag, getattr(args, flag))
+    _check_writable("--out", Path(args.out), directory=True)
+    _check_writable("--doc", Path(args.doc), directory=False)
+    if args.examples is not None:
+        try:
+            is_dir = Path(args.examples).is_dir()
+        except OSError as e:  # a name too long
+            raise UsageError(f"--examples: cannot be used ({e.strerror})") from None
+        if not is_dir:
+            raise UsageError(f"--examples: {args.examples} is not a directory")
+
+
+def _check_writable(flag: str, path: Path, *, directory: bool) -> None:
+    """UsageError unless ``path`` is (or can be made as) a directory, or a file when not ``directory``:
+    it exists as the other kind, or the nearest of its parents that exists is not a directory."""
+    try:
+        if path.exists() and path.is_dir() != directory:
+            raise UsageError(f"{flag}: {path} exists and is {'not ' if directory else ''}a directory")
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise UsageError(f"{flag}: {parent} is not a directory")
+                break
+    except OSError as e:  # a name too long, a permission: what the later write would have hit
+        raise UsageError(f"{flag}: cannot be used ({e.strerror})") from None

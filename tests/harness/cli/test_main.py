@@ -150,3 +150,28 @@ def test_an_internal_error_without_a_run_directory_logs_to_the_temporary_directo
     err = capsys.readouterr().err
     assert "ZeroDivisionError" in err and len(err.strip().splitlines()) == 1
     assert len(list(tmp_path.glob("ctxbench-crash-*.log"))) == 1
+
+
+@pytest.mark.parametrize(("flags", "out", "doc"), [
+    (["--quick"], "runs/validation-quick", "runs/validation-quick/validation.md"),
+    ([], "runs/validation", "docs/validation.md"),
+    (["--quick", "--doc", "mine.md"], "runs/validation-quick", "mine.md"),
+])
+def test_validation_quick_never_writes_over_the_shipped_document_by_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], out: str, doc: str) -> None:
+    import harness.run.validation
+    import reports.validation
+
+    seen: dict[str, str] = {}
+
+    class Result:
+        checks: list[object] = []
+        hard_failures = 0
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(harness.run.validation, "run_validation",
+                        lambda out_dir, sizes, **kw: seen.setdefault("out", str(out_dir)))
+    monkeypatch.setattr(reports.validation, "write_validation",
+                        lambda out_dir, doc_path: seen.setdefault("doc", str(doc_path)) and Result())
+    assert main(["validation", "--quiet", *flags]) == 0
+    assert seen == {"out": out, "doc": doc}
