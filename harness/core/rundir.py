@@ -79,6 +79,9 @@ class Manifest(BaseModel):
     sha256: dict[str, str] = Field(default_factory=dict)
     #: The run directories a merge joined (absent for a run that was not merged).
     merged_from: list[str] | None = None
+    #: How many batches of the plan the tables hold (all of the run's, or of its shard, unless a
+    #: ``--partial`` merge): with the checksums, what tells a finished run once its parts are removed.
+    batches: int | None = None
 
     @property
     def model_name(self) -> str | None:

@@ -25,8 +25,10 @@ from harness.run.store import (
     check_own_files,
     check_parts,
     check_shard_fits,
+    compact_parts,
     open_dir,
     prepare_dir,
+    read_batches,
     tables_are_current,
     write_part,
     write_tables,
@@ -131,10 +133,11 @@ def format_duration(seconds: float | None) -> str:
 
 
 def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[int, int] | None = None,
-        quiet: bool = False, notify: Callable[[str], None] | None = None) -> RunSummary:
+        quiet: bool = False, notify: Callable[[str], None] | None = None, keep_parts: bool = False) -> RunSummary:
     """Run (or resume) ``config`` into ``out_dir`` and write its tables; the library form of
     ``ctxbench run``. ``notify`` hears what a resume repaired (a damaged part replayed, tables
-    rebuilt); RunError, with the directory unchanged, for what it refuses."""
+    rebuilt); RunError, with the directory unchanged, for what it refuses. The parts are removed once
+    the tables are written and checked, unless ``keep_parts``."""
     started_wall = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     tell = notify or (lambda _: None)
@@ -146,9 +149,18 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
         check_own_files(out_dir)
         prepare_dir(out_dir, config, resume=resume)
         check_shard_fits(out_dir, config, shard)
-        done = check_parts(out_dir, config, replay_damaged=True, notify=tell)
-        (out_dir / PARTS_DIR).mkdir(exist_ok=True)
         batches = shard_of(plan(config), shard)
+        if tables_are_current(out_dir, config, shard):
+            # Finished before: the directory stands as it is (tables, manifest: who made them, when, at
+            # which commit), even parts a run stopped just before removing them left behind.
+            sessions = pd.read_parquet(out_dir / SESSIONS_TABLE)
+            return _summary(out_dir, sessions, 0, len(batches), started_wall)
+        done = check_parts(out_dir, config, replay_damaged=True, notify=tell)
+        if (out_dir / MANIFEST_FILE).exists():
+            tell(f"{out_dir}: the tables do not match the manifest (changed or damaged after the run); "
+                 + ("rebuilt from the verified parts" if len(done) == len(batches) else
+                    f"{len(batches) - len(done)} of {len(batches)} batches are replayed to rebuild them"))
+        (out_dir / PARTS_DIR).mkdir(exist_ok=True)
         todo = [b for b in batches if b.id not in done]
         total = sum(len(b.sessions) for b in batches)
         progress = Progress(total, resumed=total - sum(len(b.sessions) for b in todo), enabled=not quiet and bool(todo))
@@ -162,14 +174,14 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
                 progress.advance(sizes[batch_id])
         finally:
             progress.close()
-        if not todo and tables_are_current(out_dir, config, shard):
-            # Nothing ran: the tables and the manifest (who made them, when, at which commit) stand as they are.
-            sessions = pd.read_parquet(out_dir / SESSIONS_TABLE)
-        else:
-            if not todo and (out_dir / MANIFEST_FILE).exists():
-                tell(f"{out_dir}: the tables do not match the manifest (changed or damaged after the run); "
-                     "rebuilt from the verified parts")
-            sessions = write_tables(out_dir, config, batch_ids=[b.id for b in batches], started=started, shard=shard)
+        session_rows, call_rows = read_batches(out_dir, config, [b.id for b in batches])
+        sessions = write_tables(out_dir, config, session_rows, call_rows, batches=len(batches), started=started,
+                                shard=shard)
+        if not keep_parts:
+            compact_parts(out_dir, config)
+    return _summary(out_dir, sessions, len(todo), len(batches) - len(todo), started_wall)
+
+
+def _summary(out_dir: Path, sessions: pd.DataFrame, ran: int, skipped: int, started_wall: float) -> RunSummary:
     errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0
-    return RunSummary(out_dir, sessions, errors, len(todo), len(batches) - len(todo),
-                      time.perf_counter() - started_wall)
+    return RunSummary(out_dir, sessions, errors, ran, skipped, time.perf_counter() - started_wall)

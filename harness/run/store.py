@@ -49,10 +49,26 @@ from harness.run.plan import Batch, plan, shard_of
 from harness.sim.metrics import CallRecord, SessionRecord
 
 __all__ = [
-    "CALL_COLUMNS", "DAMAGED_DIR", "SESSION_COLUMNS", "RunError", "RunSummary", "check_own_files", "check_parts",
-    "check_shard_fits", "config_from_dir",
-    "merge", "open_dir", "prepare_dir", "read_parts", "stamp_hash", "tables_are_current", "write_part",
-    "write_tables", "writing_into",
+    "CALL_COLUMNS",
+    "DAMAGED_DIR",
+    "SESSION_COLUMNS",
+    "RunError",
+    "RunSummary",
+    "check_own_files",
+    "check_parts",
+    "check_shard_fits",
+    "compact_parts",
+    "config_from_dir",
+    "merge",
+    "open_dir",
+    "prepare_dir",
+    "read_batches",
+    "read_parts",
+    "stamp_hash",
+    "tables_are_current",
+    "write_part",
+    "write_tables",
+    "writing_into",
 ]
 
 #: The replay's own columns, then where the row sits in the run: its profile and its sweep point.
@@ -157,11 +173,13 @@ def read_parts(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     """(session rows, call rows) of every part of ``run_dir``, verified against its config, in
     part-name order; RunError naming the first part that does not hold up."""
     config = config_from_dir(run_dir)
-    return _rows_of(run_dir, config, sorted(check_parts(run_dir, config, replay_damaged=False)))
+    return read_batches(run_dir, config, sorted(check_parts(run_dir, config, replay_damaged=False)))
 
 
-def _rows_of(run_dir: Path, config: RunConfig, batch_ids: Sequence[str]) -> tuple[list[dict[str, Any]],
-                                                                                    list[dict[str, Any]]]:
+def read_batches(run_dir: Path, config: RunConfig, batch_ids: Sequence[str]) -> tuple[list[dict[str, Any]],
+                                                                                        list[dict[str, Any]]]:
+    """(session rows, call rows) of the parts of ``batch_ids``, verified again (RunError naming the
+    first that changed since it was checked)."""
     sessions: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     config_hash = config.config_hash()
@@ -200,11 +218,11 @@ def _git_sha() -> str | None:
     return out.stdout.strip() or None
 
 
-def write_tables(out_dir: Path, config: RunConfig, *, batch_ids: Sequence[str], started: str,
-                 shard: tuple[int, int] | None, merged_from: list[str] | None = None) -> pd.DataFrame:
-    """Turn the parts of ``batch_ids`` into ``sessions.parquet``, ``calls.parquet`` and, last,
-    ``manifest.json`` with their checksums."""
-    session_rows, call_rows = _rows_of(out_dir, config, batch_ids)
+def write_tables(out_dir: Path, config: RunConfig, session_rows: list[dict[str, Any]],
+                 call_rows: list[dict[str, Any]], *, batches: int, started: str, shard: tuple[int, int] | None,
+                 merged_from: list[str] | None = None) -> pd.DataFrame:
+    """Write the rows of ``batches`` batches as ``sessions.parquet`` and ``calls.parquet``, sorted,
+    then, last, ``manifest.json`` with their checksums; the sessions table."""
     sessions = _table(session_rows, SESSION_COLUMNS, ["scenario", "session_index", "strategy"])
     calls = _table(call_rows, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"])
     checksums = {}
@@ -230,6 +248,7 @@ def write_tables(out_dir: Path, config: RunConfig, *, batch_ids: Sequence[str], 
         rows={SESSIONS_TABLE: sessions.num_rows, CALLS_TABLE: calls.num_rows},
         sha256=checksums,
         merged_from=merged_from,
+        batches=batches,
     )
     manifest.write(out_dir)
     result: pd.DataFrame = sessions.to_pandas()
@@ -287,16 +306,26 @@ def check_own_files(out_dir: Path) -> None:
 
 def check_shard_fits(out_dir: Path, config: RunConfig, shard: tuple[int, int] | None) -> None:
     """A shard run writes into a directory of its own shard: RunError when ``out_dir`` holds batches
-    of other shards (a whole run, a merge, another shard), whose tables it would replace with a slice.
-    A whole run may complete a shard's directory: it keeps those batches and runs the rest."""
-    if shard is None or not (out_dir / PARTS_DIR).is_dir():
+    of other shards (a whole run, a merge, another shard: in its parts or its finished tables), which
+    it would replace with a slice. A whole run may complete a shard's directory."""
+    if shard is None:
+        return
+    wanted = f"{shard[0]}/{shard[1]}"
+    try:
+        manifest: Manifest | None = Manifest.read(out_dir)
+    except (OSError, ValueError):
+        manifest = None
+    if manifest is not None and manifest.config_hash == config.config_hash() and manifest.shard != wanted:
+        held = "the whole run" if manifest.shard is None else f"shard {manifest.shard}"
+        raise RunError(f"{out_dir}: holds {held}, not shard {wanted}; give each shard its own --out")
+    if not (out_dir / PARTS_DIR).is_dir():
         return
     mine = {b.id for b in shard_of(plan(config), shard)}
     planned = {b.id for b in plan(config)}
     others = sorted(p.stem for p in (out_dir / PARTS_DIR).glob("*.jsonl") if p.stem in planned - mine)
     if others:
-        raise RunError(f"{out_dir}: holds batches outside shard {shard[0]}/{shard[1]} (e.g. {others[0]}: a whole run, "
-                       "a merge or another shard); give each shard its own --out")
+        raise RunError(f"{out_dir}: holds batches outside shard {wanted} (e.g. {others[0]}: a whole run, a merge "
+                       "or another shard); give each shard its own --out")
 
 
 def prepare_dir(out_dir: Path, config: RunConfig, *, resume: bool) -> None:
@@ -336,14 +365,16 @@ def _toml_safe(value: Any) -> Any:
 
 
 def tables_are_current(out_dir: Path, config: RunConfig, shard: tuple[int, int] | None) -> bool:
-    """The tables were written from the parts of this (shard of the) run and are unchanged since: the
-    manifest, written last, names this config and shard, and the tables' sha256 match it."""
+    """The tables hold every batch of this (shard of the) run and are unchanged since they were
+    written: the manifest, written last, names this config, shard and batch count, and the tables'
+    sha256 match it. A complete merge counts as the whole run."""
     try:
         manifest = Manifest.read(out_dir)
     except (OSError, ValueError):
         return False
-    if (manifest.config_hash != config.config_hash() or manifest.merged_from is not None
-            or manifest.shard != (None if shard is None else f"{shard[0]}/{shard[1]}")):
+    if (manifest.config_hash != config.config_hash()
+            or manifest.shard != (None if shard is None else f"{shard[0]}/{shard[1]}")
+            or manifest.batches != len(shard_of(plan(config), shard))):
         return False
     if not {SESSIONS_TABLE, CALLS_TABLE} <= set(manifest.sha256):
         return False
@@ -352,6 +383,60 @@ def tables_are_current(out_dir: Path, config: RunConfig, shard: tuple[int, int] 
     except TableCheckError:
         return False
     return True
+
+
+def compact_parts(out_dir: Path, config: RunConfig) -> None:
+    """Remove the parts once the tables that hold their rows are written and check against the manifest
+    (the resume log is many times the tables' size): a finished run is recognised from its manifest.
+    Only parts that verify as this run's are removed; anything else in ``parts/`` (a damaged part, a
+    file the user put there, ``parts/damaged/``) stays for the user to look at."""
+    verify_tables(out_dir, Manifest.read(out_dir))
+    parts_dir = out_dir / PARTS_DIR
+    if not parts_dir.is_dir():
+        return
+    planned = {b.id for b in plan(config)}
+    config_hash = config.config_hash()
+    for path in parts_dir.glob("*.jsonl"):
+        if path.stem in planned:
+            with contextlib.suppress(PartError):
+                read_part(path, config_hash=config_hash)
+                path.unlink()
+    with contextlib.suppress(OSError):  # not empty: what is left stays
+        parts_dir.rmdir()
+
+
+def _shard_spec(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    k, _, n = text.partition("/")
+    return int(k), int(n)
+
+
+def _finished_batches(run_dir: Path, config: RunConfig) -> list[str] | None:
+    """The batches whose rows a finished run directory's tables hold; None when it is not finished
+    (then its parts are what it holds). RunError naming the table when the manifest claims tables that
+    do not check against it, or the directory is a partial merge."""
+    try:
+        manifest = Manifest.read(run_dir)
+        shard = _shard_spec(manifest.shard)
+    except (OSError, ValueError):
+        return None
+    if manifest.config_hash != config.config_hash() or manifest.batches is None:
+        return None
+    try:
+        verify_tables(run_dir, manifest)
+    except TableCheckError as e:
+        raise RunError(str(e).split("; ")[0] + "; run that shard again into its directory to rebuild its "
+                       "tables, then merge") from None
+    if manifest.batches != len(shard_of(plan(config), shard)):
+        raise RunError(f"{run_dir}: a partial merge (--partial) cannot be merged again; merge the shard "
+                       "directories it came from")
+    return [b.id for b in shard_of(plan(config), shard)]
+
+
+def _table_rows(run_dir: Path, name: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = pq.read_table(run_dir / name).to_pylist()
+    return rows
 
 
 def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> RunSummary:
@@ -384,11 +469,21 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> 
     config = config_from_dir(run_dirs[0])
     stamp_bytes = (run_dirs[0] / CONFIG_FILE).read_bytes()
     holders: dict[str, Path] = {}
+    from_tables: dict[Path, list[str]] = {}
     for d in run_dirs:
-        for batch_id in sorted(check_parts(d, config, replay_damaged=False)):
+        finished = _finished_batches(d, config)
+        if finished is not None:
+            from_tables[d] = finished
+        held = finished if finished is not None else sorted(check_parts(d, config, replay_damaged=False))
+        if finished is None and not held:
+            manifest = d / MANIFEST_FILE
+            state = "is missing" if not manifest.exists() else "does not describe finished tables of this config"
+            raise RunError(f"{manifest}: {state}, and {d / PARTS_DIR} holds no parts: nothing to merge from {d} "
+                           "(run its shard again into it)")
+        for batch_id in held:
             if batch_id in holders:
-                raise RunError(f"{d / PARTS_DIR / batch_id}.jsonl: batch {batch_id} is also in {holders[batch_id]} "
-                               "(the same shard given twice?); give each shard once")
+                raise RunError(f"{d}: holds batch {batch_id}, as {holders[batch_id]} does (the same shard given "
+                               "twice?); give each shard once")
             holders[batch_id] = d
     missing = [b.id for b in plan(config) if b.id not in holders]
     if missing and not partial:
@@ -401,23 +496,23 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> 
             raise RunError(f"{out_dir} holds a run of another config; use a new directory")
         if not (out_dir / CONFIG_FILE).exists() and any(not p.name.startswith(".") for p in out_dir.iterdir()):
             raise RunError(f"{out_dir}: not empty and not a ctxbench run directory; use a new directory")
+        check_own_files(out_dir)
+    session_rows: list[dict[str, Any]] = []
+    call_rows: list[dict[str, Any]] = []
+    for d in run_dirs:
+        if d in from_tables:
+            session_rows += _table_rows(d, SESSIONS_TABLE)
+            call_rows += _table_rows(d, CALLS_TABLE)
+        else:
+            rows = read_batches(d, config, sorted(b for b, holder in holders.items() if holder == d))
+            session_rows += rows[0]
+            call_rows += rows[1]
     open_dir(out_dir)
     with writing_into(out_dir):
-        for batch_id in sorted(check_parts(out_dir, config, replay_damaged=False)):
-            source = holders.get(batch_id)
-            target = out_dir / PARTS_DIR / f"{batch_id}.jsonl"
-            if source is None:
-                raise RunError(f"{target}: batch {batch_id} is in none of the inputs; merge into a new directory")
-            if target.read_bytes() != (source / PARTS_DIR / f"{batch_id}.jsonl").read_bytes():
-                raise RunError(f"{target}: differs from {source / PARTS_DIR / batch_id}.jsonl; merge into a new "
-                               "directory")
-        (out_dir / PARTS_DIR).mkdir(exist_ok=True)
+        if check_parts(out_dir, config, replay_damaged=False):
+            raise RunError(f"{out_dir / PARTS_DIR}: holds parts of an unfinished run; merge into a new directory")
         write_atomically(out_dir / CONFIG_FILE, stamp_bytes)
-        for batch_id, source in sorted(holders.items()):
-            target = out_dir / PARTS_DIR / f"{batch_id}.jsonl"
-            if not target.exists():
-                write_atomically(target, (source / PARTS_DIR / f"{batch_id}.jsonl").read_bytes())
-        sessions = write_tables(out_dir, config, batch_ids=sorted(holders),
+        sessions = write_tables(out_dir, config, session_rows, call_rows, batches=len(holders),
                                 started=datetime.now(UTC).isoformat(timespec="seconds"), shard=None,
                                 merged_from=[d.name for d in run_dirs])
     errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0

@@ -20,7 +20,7 @@ from tests.harness.cli.invoke import TINY, assert_usage_error, command, ctxbench
 KEY = ["scenario", "session_index", "strategy"]
 TABLES = ("sessions.parquet", "calls.parquet")
 #: A few seconds of serial work, so that a signal can land anywhere in it.
-LONG = TINY | {"sessions": 60, "seed": 9}
+LONG = TINY | {"sessions": 80, "seed": 9}
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
 #: Exit status of each signal: the handled ones exit 128 + signal number, kill -9 cannot be handled.
 EXPECTED_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}
@@ -80,8 +80,8 @@ def moment(name: str, sig: signal.Signals, longest: float) -> float:
 def test_interrupted_run_reruns_to_identical_tables(workdir: Path, tmp_path: Path, sig: signal.Signals) -> None:
     (tmp_path / "long.toml").write_bytes((workdir / "long.toml").read_bytes())
     args = ["run", "long.toml", "--out", "out", "--quiet", "--no-report"]
-    status = interrupt(args, tmp_path, sig, moment("run", sig, 4.0))
-    assert status == EXPECTED_STATUS[sig]  # the run takes longer than 4 s: the signal lands mid-run
+    status = interrupt(args, tmp_path, sig, moment("run", sig, 3.0))
+    assert status == EXPECTED_STATUS[sig]  # the run takes longer than 3 s: the signal lands mid-run
     again = ctxbench(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert table_bytes(tmp_path / "out") == table_bytes(workdir / "reference")

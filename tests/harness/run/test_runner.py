@@ -140,9 +140,13 @@ def test_shard_none_is_every_batch() -> None:
 # The run directory -------------------------------------------------------------------------------------
 
 
-def test_run_writes_config_manifest_parts_and_both_tables(reference: Path) -> None:
-    assert {p.name for p in reference.iterdir()} >= {"config.toml", MANIFEST, "parts", *TABLES}
-    parts = sorted(p.name for p in (reference / "parts").glob("*.jsonl"))
+def test_run_writes_config_manifest_and_both_tables_and_removes_its_parts(reference: Path,
+                                                                          tmp_path: Path) -> None:
+    assert {p.name for p in reference.iterdir()} == {"config.toml", MANIFEST, *TABLES}
+    assert json.loads((reference / MANIFEST).read_text())["batches"] == len(plan(tiny()))
+    kept = tmp_path / "kept"
+    run(tiny(), kept, quiet=True, keep_parts=True)
+    parts = sorted(p.name for p in (kept / "parts").glob("*.jsonl"))
     assert parts == sorted(f"{b.id}.jsonl" for b in plan(tiny()))
 
 
@@ -203,8 +207,9 @@ def test_every_strategy_replays_the_same_sessions(reference: Path) -> None:
     assert (seeds == 1).all()
 
 
-def test_parts_hold_exactly_the_table_rows(reference: Path) -> None:
-    session_rows, call_rows = read_parts(reference)
+def test_parts_hold_exactly_the_table_rows(reference: Path, tmp_path: Path) -> None:
+    run(tiny(), tmp_path / "kept", quiet=True, keep_parts=True)
+    session_rows, call_rows = read_parts(tmp_path / "kept")
     assert len(session_rows) == pq.read_table(reference / SESSIONS_TABLE).num_rows
     assert len(call_rows) == pq.read_table(reference / CALLS_TABLE).num_rows
 
@@ -225,7 +230,7 @@ def test_second_run_resumes_every_batch_without_duplicates(tmp_path: Path, refer
 
 def test_resume_after_a_lost_batch_recomputes_only_that_batch(tmp_path: Path, reference: Path) -> None:
     out = tmp_path / "run"
-    run(tiny(), out, quiet=True)
+    run(tiny(), out, quiet=True, keep_parts=True)
     lost = plan(tiny())[1]
     (out / "parts" / f"{lost.id}.jsonl").unlink()
     (out / SESSIONS_TABLE).unlink()
@@ -399,7 +404,7 @@ def test_cli_run_exits_0_without_errors(tmp_path: Path, capsys: pytest.CaptureFi
 def test_parts_of_an_older_version_without_a_checksum_are_replayed_to_identical_tables(
         tmp_path: Path, reference: Path) -> None:
     out = tmp_path / "run"
-    run(tiny(), out, quiet=True)
+    run(tiny(), out, quiet=True, keep_parts=True)
     for part in (out / "parts").glob("*.jsonl"):  # the layout before part headers: rows only
         part.write_text("\n".join(part.read_text().splitlines()[1:]) + "\n")
     for name in (MANIFEST, SESSIONS_TABLE, CALLS_TABLE):  # that version was stopped before its tables

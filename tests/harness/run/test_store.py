@@ -18,7 +18,8 @@ from harness.run.config import RunConfig
 from harness.run.parts import PART_FORMAT, PartError, PartProblem, read_part
 from harness.run.plan import plan
 from harness.run.runner import run
-from harness.run.store import RunError, merge
+from harness.run.store import RunError, config_from_dir, merge, prepare_dir
+from harness.sim.profiles import PROFILE_NAMES
 from tests.harness.run.test_runner import TABLES, snapshot, table_bytes, tiny
 
 Damage = Callable[[Path], None]
@@ -26,16 +27,27 @@ Damage = Callable[[Path], None]
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run: tables and manifest, its parts removed."""
     out = tmp_path_factory.mktemp("store") / "reference"
     run(tiny(), out, quiet=True)
     return out
 
 
 @pytest.fixture(scope="module")
+def interrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run stopped after its last batch and before its tables: every part, no tables, no manifest."""
+    out = tmp_path_factory.mktemp("store") / "interrupted"
+    run(tiny(), out, quiet=True, keep_parts=True)
+    for name in ("manifest.json", *TABLES):
+        (out / name).unlink()
+    return out
+
+
+@pytest.fixture(scope="module")
 def other_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished run of another config with the same batch ids (only the seed differs)."""
+    """A run of another config with the same batch ids (only the seed differs), its parts kept."""
     out = tmp_path_factory.mktemp("store") / "other"
-    run(tiny(seed=6), out, quiet=True)
+    run(tiny(seed=6), out, quiet=True, keep_parts=True)
     return out
 
 
@@ -96,8 +108,8 @@ REPLAYED: dict[str, Damage] = {
 
 @pytest.mark.parametrize("damage", REPLAYED.values(), ids=REPLAYED.keys())
 def test_a_damaged_part_is_replayed_to_identical_tables_and_kept_aside(tmp_path: Path, reference: Path,
-                                                                       damage: Damage) -> None:
-    out = copy_of(reference, tmp_path)
+                                                                       interrupted: Path, damage: Damage) -> None:
+    out = copy_of(interrupted, tmp_path)
     damage(part(out))
     notes: list[str] = []
     summary = run(tiny(), out, quiet=True, notify=notes.append)
@@ -105,7 +117,7 @@ def test_a_damaged_part_is_replayed_to_identical_tables_and_kept_aside(tmp_path:
     assert len(notes) == 1 and part(out).name in notes[0] and "runs again" in notes[0]
     assert table_bytes(out) == table_bytes(reference)
     assert [p.name for p in (out / "parts" / "damaged").iterdir()] == [part(out).name]
-    assert part(out).read_bytes() == part(reference).read_bytes()
+    assert not list((out / "parts").glob("*.jsonl"))  # the good parts are removed with the tables written
 
 
 def swap_in_other_config(other: Path) -> Damage:
@@ -142,9 +154,9 @@ def rows_of_another_batch(p: Path) -> None:
 @pytest.mark.parametrize("damage_name", ["another config's part swapped in", "another config's part for a deleted one",
                                          "a part duplicated under another name", "a part no batch has",
                                          "another batch's rows under a consistent header"])
-def test_a_part_that_does_not_belong_is_refused_and_nothing_changes(tmp_path: Path, reference: Path,
+def test_a_part_that_does_not_belong_is_refused_and_nothing_changes(tmp_path: Path, interrupted: Path,
                                                                     other_run: Path, damage_name: str) -> None:
-    out = copy_of(reference, tmp_path)
+    out = copy_of(interrupted, tmp_path)
     target = part(out)
     if damage_name == "another config's part swapped in":
         swap_in_other_config(other_run)(target)
@@ -179,9 +191,32 @@ def test_tables_that_do_not_match_the_manifest_are_rebuilt_from_the_parts(tmp_pa
         (out / table).unlink()
     notes: list[str] = []
     summary = run(tiny(), out, quiet=True, notify=notes.append)
+    assert summary.batches_run == len(plan(tiny()))  # the parts were removed: the batches are replayed
+    assert table_bytes(out) == table_bytes(reference)
+    assert any("replayed to rebuild" in n for n in notes)
+
+
+def test_tables_that_do_not_match_the_manifest_are_rebuilt_from_kept_parts(tmp_path: Path, reference: Path,
+                                                                           interrupted: Path,
+                                                                           other_run: Path) -> None:
+    out = copy_of(interrupted, tmp_path)
+    for name in ("manifest.json", *TABLES):
+        shutil.copyfile(reference / name, out / name)
+    shutil.copyfile(other_run / TABLES[0], out / TABLES[0])
+    notes: list[str] = []
+    summary = run(tiny(), out, quiet=True, notify=notes.append)
     assert summary.batches_run == 0
     assert table_bytes(out) == table_bytes(reference)
-    assert any("rebuilt" in n for n in notes)
+    assert any("rebuilt from the verified parts" in n for n in notes)
+
+
+def test_a_finished_run_is_recognised_from_its_manifest_without_parts(tmp_path: Path, reference: Path) -> None:
+    out = copy_of(reference, tmp_path)
+    assert not (out / "parts").exists()
+    before = snapshot(out)
+    summary = run(tiny(), out, quiet=True)
+    assert (summary.batches_run, summary.batches_skipped) == (0, len(plan(tiny())))
+    assert snapshot(out) == before
 
 
 def test_a_directory_whose_config_toml_was_deleted_is_refused_for_any_config(tmp_path: Path,
@@ -214,16 +249,17 @@ def test_a_damaged_config_toml_is_refused_naming_it(tmp_path: Path, reference: P
     assert snapshot(out) == before
 
 
-def test_parts_directory_turned_into_a_file_is_refused(tmp_path: Path, reference: Path) -> None:
-    out = copy_of(reference, tmp_path)
+def test_parts_directory_turned_into_a_file_is_refused(tmp_path: Path, interrupted: Path) -> None:
+    out = copy_of(interrupted, tmp_path)
     shutil.rmtree(out / "parts")
     (out / "parts").write_text("")
     with pytest.raises(RunError, match="parts: not a directory"):
         run(tiny(), out, quiet=True)
 
 
-def test_deleted_parts_are_replayed_to_identical_tables(tmp_path: Path, reference: Path) -> None:
-    out = copy_of(reference, tmp_path)
+def test_deleted_parts_are_replayed_to_identical_tables(tmp_path: Path, interrupted: Path,
+                                                         reference: Path) -> None:
+    out = copy_of(interrupted, tmp_path)
     shutil.rmtree(out / "parts")
     summary = run(tiny(), out, quiet=True)
     assert summary.batches_run == len(plan(tiny()))
@@ -239,8 +275,9 @@ def test_a_second_writer_is_refused_while_the_directory_is_locked(tmp_path: Path
     run(tiny(), out, quiet=True)  # the lock is gone with its holder
 
 
-def test_temporary_files_of_a_killed_writer_are_cleared_on_resume(tmp_path: Path, reference: Path) -> None:
-    out = copy_of(reference, tmp_path)
+def test_temporary_files_of_a_killed_writer_are_cleared_on_resume(tmp_path: Path, interrupted: Path,
+                                                                    reference: Path) -> None:
+    out = copy_of(interrupted, tmp_path)
     stale = [out / ".sessions.parquet.abc123.tmp", out / "parts" / f".{part(out).name}.xyz.tmp"]
     for path in stale:
         path.write_bytes(b"half written")
@@ -252,8 +289,8 @@ def test_temporary_files_of_a_killed_writer_are_cleared_on_resume(tmp_path: Path
 # The part format ----------------------------------------------------------------------------------------
 
 
-def test_a_part_carries_its_batch_config_hash_counts_and_checksum(reference: Path) -> None:
-    path = part(reference)
+def test_a_part_carries_its_batch_config_hash_counts_and_checksum(interrupted: Path) -> None:
+    path = part(interrupted)
     header = json.loads(path.read_bytes().split(b"\n", 1)[0])
     assert header["format"] == PART_FORMAT
     assert header["batch"] == path.stem
@@ -262,14 +299,14 @@ def test_a_part_carries_its_batch_config_hash_counts_and_checksum(reference: Pat
     assert (header["sessions"], header["calls"]) == (len(verified.session_rows), len(verified.call_rows))
 
 
-def test_read_part_says_whether_a_problem_can_be_replayed(reference: Path, tmp_path: Path) -> None:
-    damaged = tmp_path / part(reference).name
-    damaged.write_bytes(part(reference).read_bytes()[:-10])
+def test_read_part_says_whether_a_problem_can_be_replayed(interrupted: Path, tmp_path: Path) -> None:
+    damaged = tmp_path / part(interrupted).name
+    damaged.write_bytes(part(interrupted).read_bytes()[:-10])
     with pytest.raises(PartError) as info:
         read_part(damaged, config_hash=tiny().config_hash())
     assert info.value.problem is PartProblem.DAMAGED and info.value.problem.replayable
     with pytest.raises(PartError) as info:
-        read_part(part(reference), config_hash=RunConfig(**(tiny().model_dump() | {"seed": 6})).config_hash())
+        read_part(part(interrupted), config_hash=RunConfig(**(tiny().model_dump() | {"seed": 6})).config_hash())
     assert info.value.problem is PartProblem.FOREIGN and not info.value.problem.replayable
 
 
@@ -305,27 +342,77 @@ def test_merge_refuses_a_missing_shard_unless_partial(tmp_path: Path, shards: tu
     assert 0 < len(summary.sessions) < len(run(tiny(), reference, quiet=True).sessions)
 
 
-def test_merge_refuses_a_damaged_part_and_writes_nothing(tmp_path: Path, shards: tuple[Path, Path]) -> None:
-    one = copy_of(shards[0], tmp_path, "one")
+@pytest.fixture(scope="module")
+def unfinished_shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The two shards stopped before their tables: parts only."""
+    base = tmp_path_factory.mktemp("unfinished")
+    one, two = base / "one", base / "two"
+    for out, shard in ((one, (1, 2)), (two, (2, 2))):
+        run(tiny(), out, shard=shard, quiet=True, keep_parts=True)
+        for name in ("manifest.json", *TABLES):
+            (out / name).unlink()
+    return one, two
+
+
+def test_merge_joins_finished_and_unfinished_shards_to_the_whole_run(tmp_path: Path, shards: tuple[Path, Path],
+                                                                    unfinished_shards: tuple[Path, Path],
+                                                                    reference: Path) -> None:
+    for inputs in ([shards[0], shards[1]], [unfinished_shards[0], shards[1]], list(unfinished_shards)):
+        merged = tmp_path / f"merged-{len(list(tmp_path.iterdir()))}"
+        merge(merged, inputs)
+        assert table_bytes(merged) == table_bytes(reference)
+        assert not (merged / "parts").exists()
+        assert run(tiny(), merged, quiet=True).batches_run == 0  # a complete merge is the whole run
+
+
+def test_merge_refuses_a_damaged_part_and_writes_nothing(tmp_path: Path,
+                                                         unfinished_shards: tuple[Path, Path]) -> None:
+    one = copy_of(unfinished_shards[0], tmp_path, "one")
     truncate(next((one / "parts").glob("*.jsonl")))
     with pytest.raises(RunError, match="checksum"):
+        merge(tmp_path / "merged", [one, unfinished_shards[1]])
+    assert not (tmp_path / "merged").exists()
+
+
+def test_merge_refuses_a_finished_shard_whose_table_changed(tmp_path: Path, shards: tuple[Path, Path]) -> None:
+    one = copy_of(shards[0], tmp_path, "one")
+    truncate(one / TABLES[1])
+    with pytest.raises(RunError, match="changed after the run"):
         merge(tmp_path / "merged", [one, shards[1]])
     assert not (tmp_path / "merged").exists()
 
 
-def test_merge_refuses_an_output_that_disagrees_on_a_part(tmp_path: Path, shards: tuple[Path, Path],
-                                                          reference: Path) -> None:
-    one, two = shards
+def test_merge_refuses_inputs_that_disagree_on_a_part(tmp_path: Path, unfinished_shards: tuple[Path, Path],
+                                                      shards: tuple[Path, Path]) -> None:
+    """The same batch in two inputs, here with different rows, each intact: only the user knows which is right."""
+    one = copy_of(unfinished_shards[0], tmp_path, "one")
+    forge(next((one / "parts").glob("*.jsonl")), b'"turns": ', b'"turns": 9')
+    with pytest.raises(RunError, match="same shard given twice"):
+        merge(tmp_path / "merged", [one, shards[0], shards[1]])
+    assert not (tmp_path / "merged").exists()
+
+
+def test_merging_again_into_the_merged_directory_is_harmless(tmp_path: Path, shards: tuple[Path, Path],
+                                                             reference: Path) -> None:
     merged = tmp_path / "merged"
-    merge(merged, [one, two])
+    merge(merged, list(shards))
+    merge(merged, list(shards))
     assert table_bytes(merged) == table_bytes(reference)
-    merge(merged, [one, two])  # the same merge again is harmless
-    assert table_bytes(merged) == table_bytes(reference)
-    forge(part(merged), b'"turns": ', b'"turns": 9')
-    before = snapshot(merged)
-    with pytest.raises(RunError, match="differs from"):
-        merge(merged, [one, two])
-    assert snapshot(merged) == before
+
+
+def test_merge_refuses_an_output_holding_an_unfinished_run(tmp_path: Path, shards: tuple[Path, Path],
+                                                           interrupted: Path) -> None:
+    out = copy_of(interrupted, tmp_path)
+    before = snapshot(out)
+    with pytest.raises(RunError, match="unfinished run"):
+        merge(out, list(shards))
+    assert snapshot(out) == before
+
+
+def test_a_partial_merge_cannot_be_merged_again(tmp_path: Path, shards: tuple[Path, Path]) -> None:
+    merge(tmp_path / "partial", [shards[0]], partial=True)
+    with pytest.raises(RunError, match="partial merge"):
+        merge(tmp_path / "again", [tmp_path / "partial", shards[1]])
 
 
 def test_merge_refuses_inputs_of_different_configs(tmp_path: Path, shards: tuple[Path, Path],
@@ -345,15 +432,16 @@ def test_a_shard_run_into_a_whole_run_is_refused_and_the_tables_stay(tmp_path: P
                                                                      shard: tuple[int, int]) -> None:
     out = copy_of(reference, tmp_path)
     before = snapshot(out)
-    with pytest.raises(RunError, match="holds batches outside shard"):
+    with pytest.raises(RunError, match="holds the whole run, not shard"):
         run(tiny(), out, shard=shard, quiet=True)
     assert snapshot(out) == before
 
 
-def test_a_whole_run_completes_a_shard_directory(tmp_path: Path, shards: tuple[Path, Path], reference: Path) -> None:
-    out = copy_of(shards[0], tmp_path)
+def test_a_whole_run_completes_a_shard_directory(tmp_path: Path, unfinished_shards: tuple[Path, Path],
+                                                 reference: Path) -> None:
+    out = copy_of(unfinished_shards[0], tmp_path)
     summary = run(tiny(), out, quiet=True)
-    assert summary.batches_skipped == len(list((shards[0] / "parts").glob("*.jsonl"))) > 0
+    assert summary.batches_skipped == len(list((unfinished_shards[0] / "parts").glob("*.jsonl"))) > 0
     assert table_bytes(out) == table_bytes(reference)
 
 
@@ -363,8 +451,18 @@ def test_a_directory_where_a_run_file_belongs_is_refused_before_any_work(tmp_pat
     out = copy_of(reference, tmp_path)
     (out / name).unlink()
     (out / name).mkdir()
-    shutil.rmtree(out / "parts")  # so that a run that went ahead would have work to do
+    assert not (out / "parts").exists()  # no parts: a run that went ahead would have work to do
     before = snapshot(out)
     with pytest.raises(RunError, match="not a file"):
         run(tiny(), out, quiet=True)
     assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("base", PROFILE_NAMES)
+def test_the_stamped_config_reads_back_with_the_same_hash_for_every_profile(tmp_path: Path, base: str) -> None:
+    """config.toml cannot write None: a profile must survive the round trip (stress-2023 has caching off)."""
+    config = tiny(model={"base": base}, strategies=[{"name": "sliding_window", "token_budget": 50_000}])
+    out = tmp_path / base
+    out.mkdir()
+    prepare_dir(out, config, resume=True)
+    assert config_from_dir(out).config_hash() == config.config_hash()
