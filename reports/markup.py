@@ -40,6 +40,7 @@ h3 { font-size: 15px; margin: 20px 0 6px; }
        color: #24292f; max-width: 1100px; }
 .how strong { display: block; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: #57606a; }
 .note { background: #fff8c5; border-left: 4px solid #d4a72c; padding: 8px 12px; margin: 8px 0; }
+.footnote { font-size: 12px; color: #57606a; max-width: 1100px; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; }
 th, td { border: 1px solid #d0d7de; padding: 5px 8px; text-align: right; vertical-align: top; }

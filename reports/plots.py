@@ -31,6 +31,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 from harness.core.files import write_atomically
+from reports.decision import FRONT_X, FRONT_Y, pareto_front
 from reports.stats import headline as compute_headline
 from reports.stats import outcome_shares
 
@@ -229,6 +230,18 @@ def _panel_grid(n: int) -> tuple[int, int]:
     return math.ceil(n / 5), 5
 
 
+def _panel_figure(n: int) -> tuple[Figure, list[Axes]]:
+    """A figure of the fixed report size with ``n`` small multiples on shared axes (:func:`_panel_grid`);
+    the panels past ``n`` are hidden."""
+    rows, cols = _panel_grid(n)
+    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = list(fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel())
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def context_tokens_by_turn(calls: pd.DataFrame, *,
                            styles: dict[str, StrategyStyle] | None = None) -> Figure:
     """Context tokens of each agent call against its turn (its position among the agent calls of its
@@ -258,10 +271,7 @@ def context_tokens_by_turn(calls: pd.DataFrame, *,
                 median="median", q1=lambda s: s.quantile(0.25), q3=lambda s: s.quantile(0.75), n="size")
             curves[str(strategy)] = stats[stats["n"] >= max(1, math.ceil(MIN_SESSION_SHARE_PER_TURN * sessions))]
         # One panel per strategy: with ten overlapping inter-quartile bands a single axes is unreadable.
-        rows, cols = _panel_grid(len(curves))
-        fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+        fig, axes = _panel_figure(len(curves))
         for ax, (strategy, stats) in zip(axes, curves.items(), strict=False):
             for other, other_stats in curves.items():
                 if other != strategy:
@@ -275,8 +285,6 @@ def context_tokens_by_turn(calls: pd.DataFrame, *,
             # Five panels a row leave about 150 px per title: regular weight and a shorter cut.
             ax.set_title(short_label(strategy, 22), fontsize=9, fontweight="normal")
             ax.tick_params(labelsize=8)
-        for ax in axes[len(curves):]:
-            ax.set_visible(False)
         axes[0].set_xlim(left=1)
         axes[0].set_ylim(bottom=0)
         axes[0].yaxis.set_major_formatter(FuncFormatter(thousands))
@@ -292,52 +300,84 @@ def context_tokens_by_turn(calls: pd.DataFrame, *,
     return fig
 
 
+def three_digits(value: float) -> str:
+    """A number in three significant digits with K or M: 329922 -> "330K", 1138700 -> "1.14M"."""
+    for scale, suffix in ((1_000_000, "M"), (1_000, "K")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
 def _ecdf(sessions: pd.DataFrame, column: str, *, title: str, xlabel: str, empty: str,
           styles: dict[str, StrategyStyle] | None, log_x: bool,
-          x_format: Callable[[float, int], str]) -> Figure:
+          x_format: Callable[[float, int], str], median_format: Callable[[float], str]) -> Figure:
+    """Small multiples of the ECDF of ``column``: one panel per strategy on shared axes, its curve in
+    colour over the other strategies' in grey, panels ordered by median (lowest first). With ten
+    strategies on one axes the curves cross and hide each other; a panel each keeps every curve
+    readable and the grey ones still place it among the rest."""
     styles = _styles_for([sessions], styles)
+    ylabel = "share of sessions at or below x"
     with plot_style():
-        fig, ax = new_figure()
-        ax.set_title(title)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("share of sessions at or below x")
-        if not _has(sessions, "strategy", column):
+        curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if _has(sessions, "strategy", column):
+            for strategy, group in sessions.groupby("strategy", sort=True):
+                values = np.sort(group[column].to_numpy(dtype=float))
+                values = values[np.isfinite(values)]
+                if values.size:
+                    # Start the step at share 0 so a single-session strategy still draws a visible step.
+                    curves[str(strategy)] = (np.concatenate([values[:1], values]),
+                                             np.concatenate([[0.0], np.arange(1, values.size + 1) / values.size]))
+        if not curves:
+            fig, ax = new_figure()
+            fig.suptitle(title, fontweight="bold", fontsize=12)
+            fig.supxlabel(xlabel, fontsize=10)
+            fig.supylabel(ylabel, fontsize=10)
             no_data(ax, empty)
             return fig
-        positive = True
-        for strategy, group in sessions.groupby("strategy", sort=True):
-            values = np.sort(group[column].to_numpy(dtype=float))
-            values = values[np.isfinite(values)]
-            if values.size == 0:
-                continue
-            positive = positive and bool(values[0] > 0)
-            shares = np.arange(1, values.size + 1) / values.size
-            # Start the step at share 0 so a single-session strategy still draws a visible step.
-            ax.step(np.concatenate([values[:1], values]), np.concatenate([[0.0], shares]), where="post",
-                    label=short_label(str(strategy)), linewidth=1.6, **_style_kw(styles[str(strategy)]))
+        medians = {s: float(np.median(x[1:])) for s, (x, _y) in curves.items()}
+        order = sorted(curves, key=lambda s: (medians[s], s))
+        fig, axes = _panel_figure(len(order))
+        for ax, strategy in zip(axes, order, strict=False):
+            for other in order:
+                if other != strategy:
+                    ax.step(*curves[other], where="post", color="#BBBBBB", linewidth=0.7)
+            style = styles[strategy]
+            ax.step(*curves[strategy], where="post", linewidth=1.8, **_style_kw(style))
+            ax.plot([medians[strategy]], [0.5], marker="o", markersize=4, color="#333333", linestyle="none")
+            ax.set_title(short_label(strategy, 22), fontsize=9, fontweight="normal")
+            ax.text(0.97, 0.05, f"median {median_format(medians[strategy])}", transform=ax.transAxes, ha="right",
+                    va="bottom", fontsize=7, color="#333333")
+            ax.tick_params(labelsize=8)
         # Token totals span decades across strategies (a window vs. unbounded); a log axis keeps the
         # small-context strategies from collapsing against the y axis.
-        if log_x and positive and ax.lines:
-            ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(x_format))
-        ax.set_ylim(0, 1.02)
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-        _legend(fig, ax)
+        if log_x and all(x[0] > 0 for x, _y in curves.values()):
+            axes[0].set_xscale("log")
+        axes[0].xaxis.set_major_formatter(FuncFormatter(x_format))
+        axes[0].set_ylim(0, 1.02)
+        axes[0].yaxis.set_major_formatter(PercentFormatter(1.0))
+        fig.suptitle(title, fontweight="bold", fontsize=12)
+        fig.supxlabel(xlabel, fontsize=10)
+        fig.supylabel(ylabel, fontsize=10)
+        key = [Line2D([], [], color="#333333", linewidth=1.8, label="this panel's\nstrategy"),
+               Line2D([], [], color="#BBBBBB", linewidth=0.7, label="other\nstrategies"),
+               Line2D([], [], color="#333333", marker="o", markersize=4, linestyle="none", label="median")]
+        fig.legend(handles=key, loc="outside right upper", frameon=False, fontsize=8, labelspacing=1.0)
     return fig
 
 
 def ecdf_input_tokens(sessions: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None) -> Figure:
-    """ECDF of the input tokens billed per session (all model calls), per strategy."""
+    """ECDF of the input tokens billed per session (all model calls), a panel per strategy."""
     return _ecdf(sessions, "input_tokens", title="Input tokens per session (ECDF)",
                  xlabel="input tokens per session (tokens, log scale)", empty="no sessions in this run",
-                 styles=styles, log_x=True, x_format=thousands)
+                 styles=styles, log_x=True, x_format=thousands, median_format=three_digits)
 
 
 def ecdf_latency(sessions: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None) -> Figure:
-    """ECDF of the simulated latency per session, per strategy."""
+    """ECDF of the simulated latency per session, a panel per strategy."""
     return _ecdf(sessions, "latency_s", title="Latency per session (ECDF)",
                  xlabel="simulated latency per session (s)", empty="no sessions in this run",
-                 styles=styles, log_x=False, x_format=lambda v, _p: f"{v:,.0f}")
+                 styles=styles, log_x=False, x_format=lambda v, _p: f"{v:,.0f} s",
+                 median_format=lambda v: f"{v:,.0f} s")
 
 
 def _bucket_of(tokens: pd.Series) -> pd.Series:
@@ -388,57 +428,82 @@ def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyS
 
 
 def _name_points(ax: Axes, points: list[tuple[str, float, float]]) -> None:
-    """Write each strategy's name next to its point, above-right, or below-right when that would
-    cover a name already written (with ten strategies, matching colours against the legend is slow)."""
+    """Write each strategy's name next to its point: right or left of it, above or below, whichever
+    first covers neither a name already written nor another point (with ten strategies, matching
+    colours against the legend is slow). All covered: above-right."""
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
     width, height = max(x1 - x0, 1e-12), max(y1 - y0, 1e-12)
-    # A name's box in axes fractions: about 0.16 wide and 0.035 tall at 8 pt in this figure.
-    boxes: list[tuple[float, float, float, float]] = []
+    # Sizes in axes fractions of this figure at 8 pt: a character about 0.0085 wide, a name 0.035
+    # tall; a marker (with the front's ring) about 0.02 across.
+    char, tall, mark = 0.0085, 0.035, 0.02
+    spots = {name: ((x - x0) / width, (y - y0) / height) for name, x, y in points}
+    boxes = [(fx - mark, fy - mark, fx + mark, fy + mark) for fx, fy in spots.values()]
     for name, x, y in sorted(points, key=lambda p: (-p[2], p[1], p[0])):
-        fx, fy = (x - x0) / width, (y - y0) / height
-        candidates = [(4, (fx, fy + 0.01, fx + 0.16, fy + 0.045)), (-12, (fx, fy - 0.04, fx + 0.16, fy - 0.005))]
-        free = [c for c in candidates
-                if not any(c[1][0] < b[2] and b[0] < c[1][2] and c[1][1] < b[3] and b[1] < c[1][3] for b in boxes)]
-        dy_points, box = (free or candidates)[0]
+        label = short_label(name, 22)
+        fx, fy = spots[name]
+        wide = char * len(label)
+        own = (fx - mark, fy - mark, fx + mark, fy + mark)
+        # (x offset in points, y offset in points, horizontal alignment, box)
+        candidates = [
+            (9, 4, "left", (fx + 0.012, fy + 0.01, fx + 0.012 + wide, fy + 0.01 + tall)),
+            (9, -12, "left", (fx + 0.012, fy - 0.005 - tall, fx + 0.012 + wide, fy - 0.005)),
+            (-9, 4, "right", (fx - 0.012 - wide, fy + 0.01, fx - 0.012, fy + 0.01 + tall)),
+            (-9, -12, "right", (fx - 0.012 - wide, fy - 0.005 - tall, fx - 0.012, fy - 0.005)),
+        ]
+
+        def covers(box: tuple[float, float, float, float], own: tuple[float, ...] = own) -> bool:
+            return any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                       for b in boxes if b != own)
+
+        dx, dy, align, box = next((c for c in candidates if not covers(c[3])), candidates[0])
         boxes.append(box)
-        ax.annotate(short_label(name, 22), (x, y), xytext=(5, dy_points), textcoords="offset points", fontsize=8,
+        ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=8, ha=align,
                     color="#333333")
+
+
+#: How the Pareto front is marked in the cost-against-success plot.
+FRONT_LABEL = "Pareto front"
+#: The cost axis ends this far above the highest point (its whiskers may be cut).
+CVS_HEADROOM = 1.5
 
 
 def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = None,
                     styles: dict[str, StrategyStyle] | None = None) -> Figure:
-    """One point per strategy at (success rate, mean cost per session), with the 95% bootstrap
-    confidence interval of each as whiskers (from :func:`reports.stats.headline`)."""
+    """One point per strategy at (success rate, cost per solved session), with the 95% confidence
+    interval of each as whiskers (from :func:`reports.stats.headline`), and the success-vs-cost Pareto
+    front (:func:`reports.decision.pareto_front`) ringed and joined. A strategy without a solved session
+    has no cost per solved session: it is named in a corner instead of drawn."""
     styles = _styles_for([sessions], styles)
     with plot_style():
         fig, ax = new_figure()
-        ax.set_title("Cost against success, per strategy (95% CI)")
+        ax.set_title("Cost per solved session against success, per strategy (95% CI)")
         ax.set_xlabel("success rate (% of sessions; higher is better)")
-        ax.set_ylabel("mean cost per session (USD; lower is better)")
+        ax.set_ylabel("cost per solved session (USD; lower is better)")
         if headline is None:
             needed = ("strategy", "outcome", "loop_detected", *_HEADLINE_COLUMNS)
             headline = compute_headline(sessions) if _has(sessions, *needed) else pd.DataFrame()
         if not _has(headline, "strategy", "metric", "value", "ci_low", "ci_high"):
             no_data(ax, "no sessions in this run")
             return fig
-        table = headline[headline["metric"].isin(["success_rate", "cost_per_session"])]
+        table = headline[headline["metric"].isin([FRONT_X, FRONT_Y])]
         wide = table.pivot(index="strategy", columns="metric", values=["value", "ci_low", "ci_high"])
         if not set(map(str, wide.index)) <= set(styles):
             # A headline computed elsewhere may name strategies the sessions frame does not.
             styles = strategy_styles([*styles, *map(str, wide.index)])
-        points: list[tuple[str, float, float]] = []
+        points: dict[str, tuple[float, float]] = {}
+        unsolved: list[str] = []
         for strategy in sorted(map(str, wide.index)):
             row = wide.loc[strategy]
             try:
-                x, y = float(row[("value", "success_rate")]), float(row[("value", "cost_per_session")])
+                x, y = float(row[("value", FRONT_X)]), float(row[("value", FRONT_Y)])
             except KeyError:
                 continue
+            if x == 0 and not np.isfinite(y):
+                unsolved.append(strategy)
             if not (np.isfinite(x) and np.isfinite(y)):
                 continue
-            xerr = [[max(x - float(row[("ci_low", "success_rate")]), 0.0)],
-                    [max(float(row[("ci_high", "success_rate")]) - x, 0.0)]]
-            yerr = [[max(y - float(row[("ci_low", "cost_per_session")]), 0.0)],
-                    [max(float(row[("ci_high", "cost_per_session")]) - y, 0.0)]]
+            xerr = [[max(x - float(row[("ci_low", FRONT_X)]), 0.0)], [max(float(row[("ci_high", FRONT_X)]) - x, 0.0)]]
+            yerr = [[max(y - float(row[("ci_low", FRONT_Y)]), 0.0)], [max(float(row[("ci_high", FRONT_Y)]) - y, 0.0)]]
             style = styles[strategy]
             bars = ax.errorbar([x], [y], xerr=np.nan_to_num(xerr), yerr=np.nan_to_num(yerr), fmt=style.marker,
                                color=style.colour, markersize=7, elinewidth=1.0, capsize=3, alpha=0.9,
@@ -446,24 +511,49 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
             for whisker in bars.lines[2]:
                 # Strategies that share a colour also differ in whisker style, not only in marker.
                 whisker.set_linestyle(cast(Any, style.linestyle))
-            points.append((strategy, x, y))
+            points[strategy] = (x, y)
         if not ax.lines:
-            no_data(ax, "no strategy has a success rate and a cost")
+            no_data(ax, "no strategy has a solved session" if unsolved else "no strategy has a success rate and a cost")
             return fig
+        front = [s for s in pareto_front(table) if s in points]
+        if front:
+            fx, fy = [points[s][0] for s in front], [points[s][1] for s in front]
+            # Under the points: the front is a guide, the strategies are the data.
+            ax.plot(fx, fy, color="#333333", linewidth=1.0, linestyle=(0, (4, 3)), zorder=1)
+            ax.plot(fx, fy, marker="o", markersize=15, markerfacecolor="none", markeredgecolor="#333333",
+                    markeredgewidth=1.4, linestyle="none", zorder=1)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         # Success is a share: never show room below 0% or above 100%.
         low, high = ax.get_xlim()
         ax.set_xlim(max(low, -0.02), min(high, 1.02))
-        ax.set_ylim(bottom=0)
+        # A strategy with few solved sessions has a cost interval many times its value (one solved session
+        # in a resample makes the cost all of its sessions'); scaling to it would squash every other point
+        # against the axis, so the axis stops a little above the highest point and says so.
+        top = CVS_HEADROOM * max(y for _x, y in points.values())
+        cut = ax.get_ylim()[1] > top > 0
+        if cut:
+            ax.set_ylim(0, top)
+            ax.text(0.99, 0.99, "whiskers cut at the top edge", transform=ax.transAxes, ha="right", va="top",
+                    fontsize=8, color="#555555")
+        else:
+            ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"${v:,.2f}"))
-        _name_points(ax, points)
-        _legend(fig, ax)
+        _name_points(ax, [(s, x, y) for s, (x, y) in points.items()])
+        if unsolved:
+            ax.text(0.01, 0.99, "no solved session, not drawn: " + ", ".join(short_label(s, 22) for s in unsolved),
+                    transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#555555")
+        handles, labels = ax.get_legend_handles_labels()
+        if front:
+            handles.append(Line2D([], [], color="#333333", linewidth=1.0, linestyle=(0, (4, 3)), marker="o",
+                                  markersize=10, markerfacecolor="none", markeredgecolor="#333333"))
+            labels.append(FRONT_LABEL)
+        fig.legend(handles, labels, loc="outside right upper", title="strategy", frameon=False)
     return fig
 
 
 #: The columns reports.stats.headline reads (its METRICS).
-_HEADLINE_COLUMNS = ("context_tokens_mean", "input_tokens", "tool_syntax_errors", "tool_calls", "latency_s",
-                     "cost_usd")
+_HEADLINE_COLUMNS = ("context_tokens_mean", "input_tokens", "cached_input_tokens", "tool_syntax_errors", "tool_calls",
+                     "latency_s", "cost_usd")
 
 
 def _outcome_order(outcomes: Iterable[str]) -> list[str]:

@@ -1,6 +1,11 @@
 """A run's report: ``report.html`` (self-contained: inline CSS, plots as PNG data URIs, nothing fetched
 from the network) and ``report.md`` (the same tables, with links to ``plots/*.png``).
 
+The report leads with the decision: per goal the best strategy and the strategies statistically tied
+with it, and the success-vs-cost Pareto front (:mod:`reports.decision`). The headline metrics, why
+sessions fail (:mod:`reports.outcomes`) and what drives the cost follow; then the details (paired
+differences, plots, breakdowns); provenance comes last.
+
 Reads only the run directory (``config.toml``, ``manifest.json``, ``sessions.parquet``,
 ``calls.parquet``), so a run copied to a laptop renders without any runtime state. ``SECTIONS`` declares
 the report's sections once, in order; both formats are built from it.
@@ -10,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +24,27 @@ import pandas as pd
 
 from harness.core.rundir import PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
 from reports import stats
+from reports.decision import (
+    CostContrast,
+    GoalResult,
+    best_corner,
+    cost_contrasts,
+    decide,
+    decision_order,
+    pareto_front,
+)
 from reports.inputs import FORMATS, OpenRun, ReportInputError, check_formats, check_run_dir, open_run_dir
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
+from reports.outcomes import OutcomeHits, explain_outcomes
 from reports.outputs import Png, write_files
-from reports.stats import METRICS
-from reports.tables import Cell, Table, format_diff, format_interval, interval_cell, is_share
+from reports.stats import METRICS, Metric
+from reports.tables import WILSON_MARK, Cell, Table, format_diff, format_interval, format_value, interval_cell, is_share
 
 # The CLI imports the input checks from here (they live in reports.inputs).
 __all__ = [
+    "DEFAULT_BASELINE",
     "FORMATS",
+    "HEADLINE_ORDER",
     "PLOTS",
     "SECTIONS",
     "Plot",
@@ -36,7 +53,9 @@ __all__ = [
     "Section",
     "check_formats",
     "check_run_dir",
+    "choose_baseline",
     "collect",
+    "headline_metrics",
     "render_html",
     "render_markdown",
     "write_report",
@@ -60,22 +79,45 @@ PLOTS: tuple[Plot, ...] = (
          "The tokens the model saw at each turn, per strategy. A strategy that manages its context levels off "
          "or saw-tooths; one that does not grows until the window (or the session) ends."),
     Plot("ecdf_input_tokens", "Input tokens per session (ECDF)",
-         "For each x, the share of sessions that used at most x input tokens. Curves further left are cheaper; "
-         "a long right tail means a few sessions dominate the bill."),
+         "One panel per strategy, on shared axes, from the lowest median up: its curve in colour over the other "
+         "strategies' in grey. For each x, the share of sessions that used at most x input tokens. Curves further "
+         "left send fewer tokens (which is not the same as cheaper: see What drives the cost); a long right tail "
+         "means a few sessions dominate the bill."),
     Plot("ecdf_latency", "Latency per session (ECDF)",
-         "For each x, the share of sessions that finished within x seconds of simulated time. Compare the "
-         "medians (y = 0.5) and the tails (y near 1)."),
+         "One panel per strategy, on shared axes, from the lowest median up: its curve in colour over the other "
+         "strategies' in grey. For each x, the share of sessions that finished within x seconds of simulated "
+         "time. Compare the medians (the dot at y = 0.5) and the tails (y near 1)."),
     Plot("syntax_errors_by_context", "Tool-syntax errors by context size",
          "Malformed tool calls against the context size at the call. A rising curve is the long-context "
          "degradation the mock model is calibrated to; strategies that keep contexts short stay left of it."),
-    Plot("cost_vs_success", "Cost against success",
-         "Each strategy's mean cost per session against its success rate. Up and to the left is better: "
-         "more sessions solved for less money."),
+    Plot("cost_vs_success", "Cost per solved session against success",
+         f"Each strategy's success rate (x, higher is better) against its cost per solved session (y, lower is "
+         f"better), with 95% intervals as whiskers. The best corner is {best_corner()}: more sessions solved for "
+         "less money per solved session. Ringed points joined by a dashed line are the Pareto front: no other "
+         "strategy is at least as successful and at least as cheap per solved session. A strategy without a "
+         "solved session has no cost per solved session and is named in the top-left corner instead."),
     Plot("outcome_mix", "Outcome mix",
          "How each strategy's sessions ended. Success is what you want; stuck, overflow and max_turns are the "
          "failures a context strategy is supposed to prevent."),
 )
 PLOT_BY_NAME = {p.name: p for p in PLOTS}
+#: The plot the Decision section shows (the Plots section shows the others).
+DECISION_PLOT = "cost_vs_success"
+
+#: The strategy the paired differences are against unless ``baseline`` names another.
+DEFAULT_BASELINE = "unbounded"
+
+#: The headline columns in the order a decision reads them: success and what it costs first. A metric
+#: not listed (one added to ``reports.stats.METRICS`` later) follows in METRICS order.
+HEADLINE_ORDER = ("success_rate", "cost_per_solved_session", "cost_per_session", "cache_hit_share", "input_tokens",
+                  "context_tokens_mean", "loop_rate", "tool_syntax_error_rate", "latency_mean", "latency_p50",
+                  "latency_p95")
+
+
+def headline_metrics() -> list[Metric]:
+    """Every headline metric, in the report's column order (:data:`HEADLINE_ORDER`)."""
+    listed = [METRICS[name] for name in HEADLINE_ORDER if name in METRICS]
+    return listed + [m for m in METRICS.values() if m.name not in HEADLINE_ORDER]
 
 
 @dataclass(frozen=True)
@@ -101,6 +143,16 @@ class ReportData:
     sweep: bool = False
     #: Which strategies the plots show when not all of them (a sweep run).
     plots_note: str = ""
+    #: The strategies in the order the tables list them (:func:`reports.decision.decision_order`).
+    ranked: list[str] = field(default_factory=list)
+    #: Per goal, the best strategy and the others against it (:func:`reports.decision.decide`).
+    decisions: list[GoalResult] = field(default_factory=list)
+    #: The success-vs-cost Pareto front, cheapest first (:func:`reports.decision.pareto_front`).
+    front: list[str] = field(default_factory=list)
+    #: Every failing outcome that happened, with the strategies it hit most.
+    failures: list[OutcomeHits] = field(default_factory=list)
+    #: Strategies whose tokens and cost move in opposite directions against the baseline's.
+    contrasts: list[CostContrast] = field(default_factory=list)
 
 
 def _strategy_order(sessions: pd.DataFrame, manifest: Manifest) -> list[str]:
@@ -110,27 +162,44 @@ def _strategy_order(sessions: pd.DataFrame, manifest: Manifest) -> list[str]:
     return ordered + sorted(present - set(ordered))
 
 
-def _choose_baseline(strategies: Sequence[str], wanted: str) -> tuple[str, str]:
-    if not strategies:
+def choose_baseline(strategies: Sequence[str], wanted: str | None) -> tuple[str, str]:
+    """(baseline, a note for the report or ""): ``wanted`` when given, which must be one of
+    ``strategies`` (else a ReportInputError listing them); else :data:`DEFAULT_BASELINE`, or the run's
+    first strategy when it has none, said in the note."""
+    if wanted is not None:
+        if strategies and wanted not in strategies:
+            raise ReportInputError(f"unknown baseline {wanted!r}: this run's strategies are {', '.join(strategies)}")
         return wanted, ""
-    if wanted in strategies:
-        return wanted, ""
+    if not strategies or DEFAULT_BASELINE in strategies:
+        return DEFAULT_BASELINE, ""
     chosen = strategies[0]
-    return chosen, (f"The baseline strategy {wanted!r} is not in this run; the paired differences are against "
-                    f"{chosen!r}, the first strategy of the run.")
+    return chosen, (f"This run has no {DEFAULT_BASELINE!r} strategy and no baseline was chosen: the paired "
+                    f"differences are against {chosen!r}, the first strategy of the run (choose another with "
+                    "--baseline).")
 
 
-def collect(run_dir: str | Path | OpenRun, *, baseline: str = "unbounded",
+def _token_budgets(manifest: Manifest) -> dict[str, int]:
+    """The breaker's token budget of each configured strategy that runs with the breaker on."""
+    budgets = {}
+    for entry in manifest.strategies:
+        budget = entry.get("token_budget")
+        if entry.get("breaker") and isinstance(budget, int | float):
+            budgets[str(entry.get("label") or entry.get("name"))] = int(budget)
+    return budgets
+
+
+def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
             plots_dir: Path | None = None) -> ReportData:
     """Everything the report shows: tables and statistics computed, plots drawn as PNGs bound for
     ``plots_dir`` (no plots when it is None or the run has no sessions). Reads only: nothing is written.
-    A damaged input is a ReportInputError (:func:`reports.inputs.open_run_dir`)."""
+    A damaged input, or a ``baseline`` the run does not have, is a ReportInputError
+    (:func:`reports.inputs.open_run_dir`, :func:`choose_baseline`)."""
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
     path, manifest, run_id = run.path, run.manifest, run.run_id
     config_text = run.config_text()
     sessions = run.sessions()
     strategies = _strategy_order(sessions, manifest)
-    chosen, note = _choose_baseline(strategies, baseline)
+    chosen, note = choose_baseline(strategies, baseline)
     if sessions.empty:
         empty = pd.DataFrame()
         return ReportData(path, run_id, manifest, config_text, sessions, strategies, chosen, note, empty, empty, empty,
@@ -160,6 +229,8 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str = "unbounded",
         sessions=sessions, strategies=strategies, baseline=chosen, baseline_note=note, headline=head,
         paired=pair, outcomes=stats.outcome_shares(sessions), families=stats.breakdown(sessions, "family"),
         loops=stats.loop_rules(sessions), plots=plots, sweep=sweep, plots_note=plots_note,
+        ranked=decision_order(head, strategies), decisions=decide(sessions, head), front=pareto_front(head),
+        failures=explain_outcomes(sessions, _token_budgets(manifest)), contrasts=cost_contrasts(head, chosen),
     )
 
 
@@ -216,37 +287,50 @@ def scenarios_table(data: ReportData) -> Table:
     return Table("scenarios-table", ["scenario", "weight", "parameters"], rows, numeric=False)
 
 
+def _wilson_rows(data: ReportData) -> set[tuple[str, str]]:
+    """The (strategy, metric) pairs of the headline table whose interval is Wilson's."""
+    if data.headline.empty or "interval" not in data.headline.columns:
+        return set()
+    rows = data.headline[data.headline["interval"] == "wilson"]
+    return set(zip(rows["strategy"].astype(str), rows["metric"].astype(str), strict=True))
+
+
 def headline_table(data: ReportData) -> Table:
-    """A row per strategy, a column per headline metric: the value with its 95% interval."""
-    header = ["strategy", *(m.label for m in METRICS.values())]
+    """A row per strategy (in decision order), a column per headline metric (:func:`headline_metrics`):
+    the value with its 95% interval, marked when the interval is Wilson's."""
+    metrics = headline_metrics()
+    header = ["strategy", *(m.label for m in metrics)]
     rows = []
     indexed = data.headline.set_index(["strategy", "metric"]) if not data.headline.empty else None
-    for strategy in data.strategies:
+    wilson = _wilson_rows(data)
+    for strategy in data.ranked or data.strategies:
         row = [Cell(strategy, sub=f"n = {int((data.sessions['strategy'] == strategy).sum())}", css="name")]
-        for metric in METRICS.values():
+        for metric in metrics:
             if indexed is None or (strategy, metric.name) not in indexed.index:
                 row.append(Cell("n/a"))
                 continue
             r = indexed.loc[(strategy, metric.name)]
-            row.append(interval_cell(metric, r["value"], r["ci_low"], r["ci_high"]))
+            row.append(interval_cell(metric, r["value"], r["ci_low"], r["ci_high"],
+                                     wilson=(strategy, metric.name) in wilson))
         rows.append(row)
     return Table("headline-table", header, rows)
 
 
 def paired_table(data: ReportData) -> Table:
-    """A row per strategy but the baseline: each metric's paired difference against the baseline, its
-    interval, and the colour of a difference whose interval excludes zero."""
-    header = ["strategy", *(m.label for m in METRICS.values())]
+    """A row per strategy but the baseline (in decision order): each metric's paired difference against
+    the baseline, its interval, and the colour of a difference whose interval excludes zero."""
+    metrics = headline_metrics()
+    header = ["strategy", *(m.label for m in metrics)]
     rows: list[list[Cell]] = []
     if data.paired.empty:
         return Table("paired-table", header, rows)
     indexed = data.paired.set_index(["strategy", "metric"])
-    for strategy in data.strategies:
+    for strategy in data.ranked or data.strategies:
         if strategy == data.baseline:
             continue
         n = int(data.paired.loc[data.paired["strategy"] == strategy, "n"].max())
         row = [Cell(strategy, sub=f"{n} paired sessions", css="name")]
-        for metric in METRICS.values():
+        for metric in metrics:
             r = indexed.loc[(strategy, metric.name)]
             css = ""
             if bool(r["excludes_zero"]):
@@ -264,18 +348,126 @@ def _pct(x: float) -> str:
     return f"{x * 100:.1f}%" if np.isfinite(x) else "n/a"
 
 
+def _names(names: Sequence[str], limit: int = 8) -> str:
+    """Up to ``limit`` names in the order given, then how many more: a sweep can have seventy."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def decision_table(data: ReportData) -> Table:
+    """A row per goal: the best strategy, its value with its 95% interval, and the strategies
+    statistically tied with it (then, on the small line, the ones behind it)."""
+    wilson = _wilson_rows(data)
+    rows = []
+    for result in data.decisions:
+        metric = METRICS[result.goal.metric]
+        goal = Cell(result.goal.title, sub=metric.label, css="name")
+        if result.best is None:
+            rows.append([goal, Cell("none"), Cell(metric.undefined), Cell("")])
+            continue
+        tied = _names(result.tied) if result.tied else "none: every other strategy is behind"
+        notes = [f"(behind: {_names(result.behind)})" if result.tied and result.behind else "",
+                 f"({metric.undefined}: {_names(result.undefined)})" if result.undefined else ""]
+        rows.append([goal, Cell(result.best),
+                     interval_cell(metric, result.value, result.ci_low, result.ci_high,
+                                   wilson=(result.best, metric.name) in wilson),
+                     Cell(tied, sub=" ".join(n for n in notes if n))])
+    return Table("decision-table", ["goal", "best", "its value (95% CI)", "statistically tied with the best"], rows,
+                 numeric=False)
+
+
+def _value(data: ReportData, strategy: str, metric: str) -> float:
+    rows = data.headline[(data.headline["strategy"] == strategy) & (data.headline["metric"] == metric)]
+    return float(rows["value"].iloc[0]) if not rows.empty else float("nan")
+
+
+def _front_text(data: ReportData) -> str:
+    """The Pareto front in one paragraph, or why there is none."""
+    if not data.front:
+        return "No strategy solved a session: there is no success-vs-cost front."
+    cost, success = METRICS["cost_per_solved_session"], METRICS["success_rate"]
+    points = "; ".join(f"{s} ({format_value(success, _value(data, s, success.name))} success, "
+                       f"{format_value(cost, _value(data, s, cost.name))} per solved session)" for s in data.front)
+    rest = len(data.strategies) - len(data.front)
+    beaten = (f" Each of the other {rest} strategies is beaten on both by a strategy of the front (or solved "
+              "nothing)." if rest else "")
+    return (f"Success-vs-cost Pareto front, cheapest first: {points}. No other strategy is at least as successful "
+            f"and at least as cheap per solved session.{beaten} The front uses point estimates; the ties above say "
+            "which differences are within noise.")
+
+
+def _contrast_text(c: CostContrast) -> str:
+    more_or_fewer = "fewer" if c.tokens_change < 0 else "more"
+    dearer = "more" if c.cost_change > 0 else "less"
+    return (f"{c.strategy} sends {abs(c.tokens_change) * 100:.0f}% {more_or_fewer} input tokens per session than "
+            f"{c.baseline} yet costs {abs(c.cost_change) * 100:.0f}% {dearer}: {_pct(c.baseline_cache_share)} of "
+            f"{c.baseline}'s input tokens are prompt-cache hits, against {_pct(c.cache_share)} of {c.strategy}'s.")
+
+
+def _decision_paragraphs(data: ReportData) -> list[str]:
+    """The Decision section's text after its table: the front and the main cost driver."""
+    paragraphs = [_front_text(data)]
+    if data.contrasts:
+        paragraphs.append(f"Why cost is not token count: {_contrast_text(data.contrasts[0])} Cache hits are billed at "
+                          "a fraction of the input price (see What drives the cost).")
+    return paragraphs
+
+
+def cost_table(data: ReportData) -> Table:
+    """A row per strategy, cheapest per session first: input tokens, the share of them that were cache
+    hits, the uncached rest, and the cost per session and per solved session."""
+    frame = data.sessions
+    grouped = frame.groupby("strategy")
+    uncached = (grouped["input_tokens"].sum() - grouped["cached_input_tokens"].sum()) / grouped.size()
+    order = sorted(data.strategies, key=lambda s: (_value(data, s, "cost_per_session"), s))
+    columns = ("input_tokens", "cache_hit_share", "uncached", "cost_per_session", "cost_per_solved_session",
+               "success_rate")
+    rows = []
+    for strategy in order:
+        row = [Cell(strategy, css="name")]
+        for name in columns:
+            if name == "uncached":
+                row.append(Cell(f"{float(uncached.get(strategy, np.nan)):,.0f}"))
+                continue
+            metric, value = METRICS[name], _value(data, strategy, name)
+            row.append(Cell(format_value(metric, value) if np.isfinite(value) else metric.undefined))
+        rows.append(row)
+    header = ["strategy", "input tokens per session", "cache-hit share", "uncached input tokens per session",
+              "cost per session", "cost per solved session", "success rate"]
+    return Table("cost-table", header, rows)
+
+
 def outcomes_table(data: ReportData) -> Table:
-    """A row per strategy: the share of its sessions that ended in each outcome."""
+    """A row per strategy (in decision order): the share of its sessions that ended in each outcome,
+    success first, then the failures in the order they are explained."""
     shares = data.outcomes
-    columns = [str(c) for c in shares.columns]
-    rows = [[Cell(str(strategy), css="name"), *(Cell(_pct(float(shares.loc[strategy, c]))) for c in shares.columns)]
-            for strategy in data.strategies if strategy in shares.index]
+    present = [str(c) for c in shares.columns]
+    explained = [f.outcome for f in data.failures]
+    columns = [c for c in ("success", *explained) if c in present] + sorted(
+        c for c in present if c != "success" and c not in explained)
+    rows = [[Cell(str(strategy), css="name"), *(Cell(_pct(float(shares.loc[strategy, c]))) for c in columns)]
+            for strategy in data.ranked or data.strategies if strategy in shares.index]
     return Table("outcomes-table", ["strategy", *columns], rows)
 
 
+def _failure_text(hits: OutcomeHits) -> str:
+    """One failing outcome explained: what it means, whom it hits most, and a detail from the data."""
+    most = ", ".join(f"{s} {_pct(k / n)} ({k} of {n})" for s, k, n in hits.most)
+    others = f", and {hits.others} other strateg{'ies' if hits.others > 1 else 'y'}" if hits.others else ""
+    alone = " (no other strategy)" if len(hits.most) == 1 and not hits.others else ""
+    top, ended = hits.most[0][0], hits.most[0][1]
+    elsewhere = (f" Another strategy solved {hits.solved_elsewhere} of those {ended} {top} sessions."
+                 if hits.solved_elsewhere else f" No other strategy solved any of those {ended} {top} sessions.")
+    detail = f" {hits.detail}" if hits.detail else ""
+    return f"{hits.outcome}: {hits.meaning}. Hits {most}{others}{alone}.{elsewhere}{detail}"
+
+
 def families_table(data: ReportData) -> Table:
-    """A row per (strategy, scenario family): sessions, success rate, context tokens and cost."""
-    frame = data.families
+    """A row per (strategy, scenario family), strategies in decision order: sessions, success rate,
+    context tokens and cost."""
+    rank = {s: i for i, s in enumerate(data.ranked or data.strategies)}
+    frame = data.families.assign(_rank=data.families["strategy"].map(rank)).sort_values(
+        ["_rank", "strategy", "family"], kind="stable")
     rows = [[Cell(str(r["strategy"]), css="name"), Cell(str(r["family"])), Cell(f"{int(r['sessions'])}"),
              Cell(_pct(float(r["success_rate"]))), Cell(f"{r['context_tokens_mean']:,.0f}"),
              Cell(f"${r['cost_per_session']:,.4f}")]
@@ -289,12 +481,14 @@ def loops_table(data: ReportData) -> Table:
     frame = data.loops
     columns = [str(c) for c in frame.columns]
     rows = [[Cell(str(strategy), css="name"), *(Cell(_pct(float(frame.loc[strategy, c]))) for c in frame.columns)]
-            for strategy in data.strategies if strategy in frame.index]
+            for strategy in data.ranked or data.strategies if strategy in frame.index]
     return Table("loops-table", ["strategy", *columns], rows)
 
 
 def _plot_entries(data: ReportData) -> list[tuple[Plot, Png]]:
-    known = [(PLOT_BY_NAME[name], data.plots[name]) for name in PLOT_BY_NAME if name in data.plots]
+    """The plots of the Plots section: every plot but the Decision section's."""
+    known = [(PLOT_BY_NAME[name], data.plots[name]) for name in PLOT_BY_NAME
+             if name in data.plots and name != DECISION_PLOT]
     extra = [(Plot(name, name.replace("_", " ").capitalize(), "See the plot's axis labels."), p)
              for name, p in sorted(data.plots.items()) if name not in PLOT_BY_NAME]
     return known + extra
@@ -307,34 +501,111 @@ def _session_count(data: ReportData) -> int:
 # The sections, in both formats --------------------------------------------------------------------------
 # Each function returns a section's body: what follows its heading and its "how to read this" note.
 
+#: Under the headline table when some interval in it is Wilson's.
+WILSON_NOTE = (f"{WILSON_MARK} A rate of none or all of its events (0 of 40 sessions looped) has nothing to resample: "
+               "its bootstrap interval is the point itself, [0.00%, 0.00%]. Such a rate carries the 95% Wilson score "
+               "interval instead; at 0 of n its upper bound is about 3.8 / n (the rule of three says 3 / n). Every "
+               "other interval is the bootstrap's.")
 
-def _run_html(data: ReportData) -> list[str]:
-    parts = [html_table(manifest_table(data), css="kv")]
-    strategies, scenarios = strategies_table(data), scenarios_table(data)
-    if strategies.rows:
-        parts += ["<h3>Strategies</h3>", html_table(strategies)]
-    if scenarios.rows:
-        parts += ["<h3>Scenarios</h3>", html_table(scenarios)]
-    if data.config_text:
-        parts.append(f"<details><summary>config.toml (resolved)</summary><pre>{escape(data.config_text)}</pre>"
-                     "</details>")
+
+def _figure_html(plot: Plot, png: Png) -> str:
+    return (f'<figure id="plot-{escape(plot.name)}"><figcaption>{escape(plot.title)}</figcaption>'
+            f'<img alt="{escape(plot.title)}" src="{data_uri(png.data)}">{how_box(plot.how)}</figure>')
+
+
+def _figure_markdown(data: ReportData, plot: Plot, png: Png) -> list[str]:
+    rel = png.path.resolve().relative_to(data.run_dir.resolve()).as_posix()
+    return [f"### {plot.title}", "", f"![{plot.title}]({rel})", "", plot.how, ""]
+
+
+def _md_line(text: str) -> str:
+    """``text`` as one Markdown line: a strategy label with a line break would end a list item early."""
+    return " ".join(text.splitlines())
+
+
+def _decision_plot(data: ReportData) -> tuple[Plot, Png] | None:
+    png = data.plots.get(DECISION_PLOT)
+    return (PLOT_BY_NAME[DECISION_PLOT], png) if png is not None else None
+
+
+def _decision_lead(data: ReportData) -> str:
+    sessions = _session_count(data)
+    return (f"{len(data.strategies)} strategies, each replaying the same {sessions} sessions (same scenario and "
+            "session index), so every comparison here is paired.")
+
+
+def _decision_html(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return ["<p>No sessions: nothing to decide.</p>"]
+    parts = [f"<p>{escape(_decision_lead(data))}</p>", html_table(decision_table(data))]
+    parts += [f'<p id="{"pareto-front" if i == 0 else "cost-driver"}">{escape(text)}</p>'
+              for i, text in enumerate(_decision_paragraphs(data))]
+    plot = _decision_plot(data)
+    if plot is not None:
+        parts.append(_figure_html(*plot))
     return parts
 
 
-def _run_markdown(data: ReportData) -> list[str]:
-    out = [md_table(manifest_table(data)), ""]
-    strategies = strategies_table(data)
-    if strategies.rows:
-        out += ["### Strategies", "", md_table(strategies), ""]
+def _decision_markdown(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return ["No sessions: nothing to decide.", ""]
+    out = [_decision_lead(data), "", md_table(decision_table(data)), ""]
+    for text in _decision_paragraphs(data):
+        out += [_md_line(text), ""]
+    plot = _decision_plot(data)
+    if plot is not None:
+        out += _figure_markdown(data, *plot)
     return out
 
 
 def _headline_html(data: ReportData) -> list[str]:
-    return [html_table(headline_table(data))]
+    parts = [html_table(headline_table(data))]
+    if _wilson_rows(data):
+        parts.append(f'<p class="footnote" id="wilson-note">{escape(WILSON_NOTE)}</p>')
+    return parts
 
 
 def _headline_markdown(data: ReportData) -> list[str]:
-    return [md_table(headline_table(data)), ""]
+    out = [md_table(headline_table(data)), ""]
+    if _wilson_rows(data):
+        out += [WILSON_NOTE, ""]
+    return out
+
+
+def _failures_html(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return []
+    if not data.failures:
+        return ["<p>Every session of every strategy succeeded.</p>", html_table(outcomes_table(data))]
+    items = "".join(f"<li>{escape(_failure_text(f))}</li>" for f in data.failures)
+    return [f'<ul id="failures">{items}</ul>', html_table(outcomes_table(data))]
+
+
+def _failures_markdown(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return []
+    lines = [f"- {_md_line(_failure_text(f))}" for f in data.failures] or ["Every session of every strategy succeeded."]
+    return [*lines, "", md_table(outcomes_table(data)), ""]
+
+
+def _cost_paragraphs(data: ReportData) -> list[str]:
+    if not data.contrasts:
+        return [f"No strategy's cost moves against its input tokens relative to {data.baseline}: in this run, cost "
+                "follows the input tokens."]
+    return [_contrast_text(c) for c in data.contrasts]
+
+
+def _cost_html(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return []
+    items = "".join(f"<li>{escape(text)}</li>" for text in _cost_paragraphs(data))
+    return [html_table(cost_table(data)), f'<ul id="cost-contrasts">{items}</ul>']
+
+
+def _cost_markdown(data: ReportData) -> list[str]:
+    if data.sessions.empty:
+        return []
+    return [md_table(cost_table(data)), "", *(f"- {_md_line(text)}" for text in _cost_paragraphs(data)), ""]
 
 
 def _paired_html(data: ReportData) -> list[str]:
@@ -354,11 +625,9 @@ def _plots_html(data: ReportData) -> list[str]:
     if data.plots_note:
         parts.append(f'<p class="note" id="plots-note">{escape(data.plots_note)}</p>')
     entries = _plot_entries(data)
-    if not entries:
+    if not entries and not data.plots:
         parts.append("<p>No plots (no sessions).</p>")
-    for plot, png in entries:
-        parts.append(f'<figure id="plot-{escape(plot.name)}"><figcaption>{escape(plot.title)}</figcaption>'
-                     f'<img alt="{escape(plot.title)}" src="{data_uri(png.data)}">{how_box(plot.how)}</figure>')
+    parts += [_figure_html(plot, png) for plot, png in entries]
     return parts
 
 
@@ -367,8 +636,7 @@ def _plots_markdown(data: ReportData) -> list[str]:
     if data.plots_note:
         out += [f"> {data.plots_note}", ""]
     for plot, png in _plot_entries(data):
-        rel = png.path.resolve().relative_to(data.run_dir.resolve()).as_posix()
-        out += [f"### {plot.title}", "", f"![{plot.title}]({rel})", "", plot.how, ""]
+        out += _figure_markdown(data, plot, png)
     return out
 
 
@@ -376,8 +644,7 @@ def _breakdowns_html(data: ReportData) -> list[str]:
     if data.sessions.empty:
         return []
     loops = loops_table(data)
-    return ["<h3>Outcomes</h3>", html_table(outcomes_table(data)),
-            "<h3>By scenario family</h3>", html_table(families_table(data)),
+    return ["<h3>By scenario family</h3>", html_table(families_table(data)),
             "<h3>Loop rate by rule</h3>",
             html_table(loops) if len(loops.header) > 1 else "<p>No loops were detected.</p>"]
 
@@ -386,9 +653,31 @@ def _breakdowns_markdown(data: ReportData) -> list[str]:
     if data.sessions.empty:
         return []
     loops = loops_table(data)
-    return ["### Outcomes", "", md_table(outcomes_table(data)), "",
-            "### By scenario family", "", md_table(families_table(data)), "", "### Loop rate by rule", "",
+    return ["### By scenario family", "", md_table(families_table(data)), "", "### Loop rate by rule", "",
             md_table(loops) if len(loops.header) > 1 else "No loops were detected.", ""]
+
+
+def _run_html(data: ReportData) -> list[str]:
+    parts = [html_table(manifest_table(data), css="kv")]
+    strategies, scenarios = strategies_table(data), scenarios_table(data)
+    if strategies.rows:
+        parts += ["<h3>Strategies</h3>", html_table(strategies)]
+    if scenarios.rows:
+        parts += ["<h3>Scenarios</h3>", html_table(scenarios)]
+    if data.config_text:
+        parts.append(f"<details><summary>config.toml (resolved)</summary><pre>{escape(data.config_text)}</pre>"
+                     "</details>")
+    return parts
+
+
+def _run_markdown(data: ReportData) -> list[str]:
+    out = [md_table(manifest_table(data)), ""]
+    strategies, scenarios = strategies_table(data), scenarios_table(data)
+    if strategies.rows:
+        out += ["### Strategies", "", md_table(strategies), ""]
+    if scenarios.rows:
+        out += ["### Scenarios", "", md_table(scenarios), ""]
+    return out
 
 
 @dataclass(frozen=True)
@@ -405,18 +694,34 @@ class Section:
     markdown_how: str = ""
 
 
-#: The report's sections, in order: the single declaration both renderers follow.
+#: The report's sections, in order: the single declaration both renderers follow. The decision first,
+#: the evidence behind it next, provenance last.
 SECTIONS: tuple[Section, ...] = (
-    Section("run", "Run",
-            "What was run: the resolved config (every default filled in), the model profile, the root seed and "
-            "the checksums of the tables. Two runs with the same config hash replay the same sessions.",
-            _run_html, _run_markdown),
+    Section("decision", "Decision",
+            "For each goal, the strategy with the best value, and the strategies statistically tied with it: "
+            "their paired difference against the best (the same sessions resampled jointly, 95% bootstrap "
+            "interval) includes zero, so at this sample size they are as good, and the choice among them is "
+            "yours to make on the other goals. Cost per solved session is the total cost over the solved "
+            "sessions: unlike cost per session it does not reward failing early and cheaply.",
+            _decision_html, _decision_markdown),
     Section("headline", "Headline metrics",
-            "One row per strategy, one column per headline metric, over all of that strategy's sessions. "
-            "The small line under each value is its 95% bootstrap confidence interval (sessions resampled "
-            "with replacement). Overlapping intervals do not mean 'no difference': use the paired table "
-            "for that.",
+            "One row per strategy, most successful first (then cheapest per solved session), one column per "
+            "headline metric, over all of that strategy's sessions. The small line under each value is its 95% "
+            "bootstrap confidence interval (sessions resampled with replacement). Cache-hit share is the share of "
+            "input tokens that were prompt-cache hits. Overlapping intervals do not mean 'no difference': use "
+            "the Decision and paired tables for that.",
             _headline_html, _headline_markdown),
+    Section("failures", "Why sessions fail",
+            "Every outcome other than success that ended at least one session: what it means, the strategies "
+            "it hits most (share of that strategy's sessions), and whether another strategy solved those same "
+            "sessions (then the failure is the strategy's, not the task's). The table gives every share.",
+            _failures_html, _failures_markdown),
+    Section("cost", "What drives the cost",
+            "Cost follows the input tokens that are not prompt-cache hits more than the input tokens: a cache "
+            "hit is billed at a fraction of the input price, and the cache reuses only the unchanged start of "
+            "the previous prompt, so a strategy that edits earlier messages (masking, summarising, sliding a "
+            "window) loses its hits and pays full price for a shorter prompt. Rows from cheapest per session.",
+            _cost_html, _cost_markdown),
     Section("paired", "Paired differences against the baseline",
             "Each strategy minus the baseline, over the very same sessions (every strategy replays the same "
             "scripts), with a 95% bootstrap interval of the difference. Pairing removes the session-to-session "
@@ -429,9 +734,14 @@ SECTIONS: tuple[Section, ...] = (
             "Distributions behind the headline numbers. Each plot has its own note on how to read it.",
             _plots_html, _plots_markdown),
     Section("breakdowns", "Breakdowns",
-            "The same sessions split up: by how they ended, by scenario family, and by the loop rule that "
-            "fired. Shares are of the strategy's sessions; a family with few sessions is noisy.",
+            "The same sessions split up: by scenario family, and by the loop rule that fired. Shares are of the "
+            "strategy's sessions; a family with few sessions is noisy.",
             _breakdowns_html, _breakdowns_markdown),
+    Section("run", "Provenance",
+            "What was run: the resolved config (every default filled in), the model profile, the root seed, the "
+            "checksums of the tables, and each strategy's and scenario's parameters. Two runs with the same "
+            "config hash replay the same sessions.",
+            _run_html, _run_markdown),
 )
 
 
@@ -467,7 +777,7 @@ def render_markdown(data: ReportData) -> str:
         out += ["> This run is a sweep: [sweep.md](sweep.md) plots every headline metric against each swept param "
                 "and ranks the variants per model profile.", ""]
     if data.baseline_note:
-        out += [f"> {data.baseline_note}", ""]
+        out += [f"> {_md_line(data.baseline_note)}", ""]
     if data.sessions.empty:
         out += ["This run directory has no sessions (a shard without batches?): nothing to report.", ""]
     for section in SECTIONS:
@@ -476,10 +786,12 @@ def render_markdown(data: ReportData) -> str:
     return "\n".join(out)
 
 
-def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str = "unbounded") -> list[Path]:
+def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str | None = None) -> list[Path]:
     """Write ``plots/*.png`` and the chosen formats (``report.html``, ``report.md``) into ``run_dir``;
-    returns the report files written. A sweep run also gets its sweep page (``sweep.html``, ``sweep.md``,
-    ``plots/sweep-*.png``; see :mod:`reports.sweep`), linked from the report and listed after it.
+    returns the report files written. ``baseline`` is the strategy the paired differences are against
+    (:func:`choose_baseline`: one the run does not have is a ReportInputError). A sweep run also gets
+    its sweep page (``sweep.html``, ``sweep.md``, ``plots/sweep-*.png``; see :mod:`reports.sweep`),
+    linked from the report and listed after it.
 
     Every input is checked and every file drawn before the first is written, and the files are
     written as one set (:func:`reports.outputs.write_files`): a ReportInputError leaves the run

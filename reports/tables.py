@@ -12,7 +12,12 @@ import numpy as np
 
 from reports.stats import Metric
 
-__all__ = ["Cell", "Table", "format_diff", "format_interval", "format_value", "interval_cell", "is_share"]
+__all__ = ["WILSON_MARK", "Cell", "Table", "format_diff", "format_interval", "format_value", "interval_cell",
+           "is_share"]
+
+#: Follows an interval that is Wilson's, not the bootstrap's (a rate of none or all of its events); the
+#: page's footnote says why.
+WILSON_MARK = "†"
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,11 @@ def format_interval(metric: Metric, low: float, high: float, *, diff: bool = Fal
     return f"[{fmt(metric, low)}, {fmt(metric, high)}]"
 
 
-def interval_cell(metric: Metric, value: float, low: float, high: float) -> Cell:
-    """A value with its interval on the small line under it: the cell of every headline-metric table."""
-    return Cell(format_value(metric, float(value)), sub=format_interval(metric, float(low), float(high)))
+def interval_cell(metric: Metric, value: float, low: float, high: float, *, wilson: bool = False) -> Cell:
+    """A value with its interval on the small line under it: the cell of every headline-metric table.
+    An undefined value reads as the metric says (``no solved session``); ``wilson`` marks a Wilson
+    interval with :data:`WILSON_MARK`."""
+    if not np.isfinite(float(value)):
+        return Cell(metric.undefined)
+    interval = format_interval(metric, float(low), float(high))
+    return Cell(format_value(metric, float(value)), sub=f"{interval} {WILSON_MARK}" if wilson else interval)

@@ -16,9 +16,11 @@ def add_parser(subparsers: Subparsers) -> None:
                                                   "directory")
     report.add_argument("run_dir")
     report.add_argument("--format", default="html,md", help="comma-separated: html, md (default: html,md)")
-    report.add_argument("--baseline", default="unbounded",
-                        help="strategy the paired differences are against (default: unbounded; the run's first "
-                             "strategy when absent)")
+    # No default here: write_report tells "not given" (unbounded, else the run's first strategy, said in
+    # the report) from an explicit name, which must be one of the run's strategies.
+    report.add_argument("--baseline", default=None,
+                        help="strategy the paired differences are against (default: unbounded, or the run's first "
+                             "strategy when it has no unbounded; an unknown name is an error)")
     report.set_defaults(func=handle)
 
 

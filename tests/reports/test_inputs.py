@@ -23,7 +23,7 @@ from harness.run.config import RunConfig
 from harness.run.runner import run
 from reports.inputs import NUMBER, TEXT, ReportInputError, read_table
 from reports.markup import escape, md_escape
-from reports.plots import ecdf_latency, png_bytes, short_label
+from reports.plots import ecdf_latency, png_bytes, short_label, syntax_errors_by_context
 from tests.reports.runs import replace_table
 
 SMALL: dict[str, Any] = {"sessions": 3, "seed": 1, "batch_size": 3, "executor": "serial",
@@ -370,9 +370,15 @@ def test_hostile_labels_render_literally(labelled: Path, capsys: pytest.CaptureF
 
 def test_plot_labels_are_drawn_as_written_not_as_mathtext(labelled: Path) -> None:
     sessions = pd.read_parquet(labelled / "sessions.parquet")
-    fig = ecdf_latency(sessions)
-    assert png_bytes(fig).startswith(b"\x89PNG")  # "$\frac{a}{b" would raise here if parsed as mathtext
-    texts = fig.legends[0].get_texts()
+    calls = pd.read_parquet(labelled / "calls.parquet")
+    # A legend (one line per strategy) and small multiples (one panel title per strategy).
+    legend_fig, panel_fig = syntax_errors_by_context(calls, min_calls=1), ecdf_latency(sessions)
+    for fig in (legend_fig, panel_fig):
+        assert png_bytes(fig).startswith(b"\x89PNG")  # "$\frac{a}{b" would raise here if parsed as mathtext
+    texts = legend_fig.legends[0].get_texts()
     assert sorted(t.get_text() for t in texts) == sorted(short_label(label) for label in LABELS)
     assert not any(t.get_parse_math() for t in texts)
     assert " _under" in {t.get_text() for t in texts}  # shown, not taken for matplotlib's "no legend" mark
+    titles = [ax.title for ax in panel_fig.axes if ax.get_visible()]
+    assert sorted(t.get_text() for t in titles) == sorted(short_label(label, 22) for label in LABELS)
+    assert not any(t.get_parse_math() for t in titles)

@@ -1,6 +1,7 @@
 """reports.plots: every plot renders a readable, labelled PNG of the fixed size from synthetic tables;
-strategy colours are one map per strategy set; equal inputs give equal bytes; empty and lopsided
-inputs do not crash; the module stays off the runtime."""
+strategy colours are one map per strategy set; the ECDFs stay readable with a dozen strategies; the
+cost plot rings the Pareto front; equal inputs give equal bytes; empty and lopsided inputs do not
+crash; the module stays off the runtime."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from reports import plots
+from reports.decision import pareto_front
 from reports.plots import (
     DPI,
     FIGSIZE,
@@ -70,6 +72,7 @@ def make_tables(strategies: tuple[str, ...] = STRATEGIES, sessions_per_strategy:
                 "outcome": "success" if success else ("stuck" if rng.random() < 0.5 else "wrong_answer"),
                 "turns": turns, "tool_calls": turns, "tool_syntax_errors": int(malformed.sum()),
                 "loop_detected": False, "loop_rule": "", "input_tokens": int((context + 2000).sum()),
+                "cached_input_tokens": int(context.sum() // 2),
                 "context_tokens_mean": float(context.mean()), "latency_s": float(turns * rng.uniform(3, 6)),
                 "cost_usd": float(context.sum() * 3e-6),
             })
@@ -108,6 +111,24 @@ def main_axes(fig: Figure) -> Axes:
     return fig.axes[0]
 
 
+#: Small multiples: one panel per strategy on shared axes, the figure carrying title and axis labels.
+PANELLED = ("context_tokens_by_turn", "ecdf_input_tokens", "ecdf_latency")
+#: The colours of what is not a strategy in a panel: the other strategies (grey) and the key's marks.
+NEUTRAL = {"#BBBBBB", "#333333"}
+
+
+def panel_colours(fig: Figure) -> dict[str, str]:
+    """Panel title (its strategy) -> the one strategy colour drawn in that panel."""
+    found = {}
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        coloured = {to_hex(line.get_color()).upper() for line in ax.get_lines()} - NEUTRAL
+        assert len(coloured) == 1, (ax.get_title(), coloured)
+        found[ax.get_title()] = coloured.pop()
+    return found
+
+
 # ----------------------------------------------------------------------------------------- rendering
 
 
@@ -142,11 +163,12 @@ def test_titles_and_axis_labels_are_present(tables: tuple[pd.DataFrame, pd.DataF
                                             small_headline: pd.DataFrame) -> None:
     sessions, calls = tables
     for name, fig in figures(sessions, calls, small_headline).items():
-        if name == "context_tokens_by_turn":
+        if name in PANELLED:
             # Small multiples: the figure carries the title and the shared axis labels, each panel a name.
             assert fig.get_suptitle() and fig.get_supxlabel() and fig.get_supylabel()
-            assert "(tokens)" in fig.get_supylabel()
+            assert "(" in fig.get_supxlabel(), name
             assert sorted(ax.get_title() for ax in fig.axes if ax.get_visible()) == sorted(STRATEGIES)
+            assert fig.legends, f"{name} has no key"
             continue
         ax = main_axes(fig)
         assert ax.get_title(), name
@@ -160,8 +182,8 @@ def test_legends_name_each_strategy_once(tables: tuple[pd.DataFrame, pd.DataFram
                                          small_headline: pd.DataFrame) -> None:
     sessions, calls = tables
     figs = figures(sessions, calls, small_headline)
-    for name in ("ecdf_input_tokens", "ecdf_latency", "syntax_errors_by_context", "cost_vs_success"):
-        labels = [t.get_text() for t in figs[name].legends[0].get_texts()]
+    for name in ("syntax_errors_by_context", "cost_vs_success"):
+        labels = [t.get_text() for t in figs[name].legends[0].get_texts() if t.get_text() != plots.FRONT_LABEL]
         assert labels == sorted(STRATEGIES), name
 
 
@@ -193,7 +215,7 @@ def strategy_line_colours(fig: Figure) -> dict[str, str]:
     handles = fig.legends[0].legend_handles
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     return {label: to_hex(handle.get_color()).upper()
-            for label, handle in zip(labels, handles, strict=True)}
+            for label, handle in zip(labels, handles, strict=True) if label != plots.FRONT_LABEL}
 
 
 def test_strategy_colours_are_okabe_ito_by_sorted_name() -> None:
@@ -228,13 +250,11 @@ def test_plots_use_the_same_colour_for_a_strategy(tables: tuple[pd.DataFrame, pd
     sessions, calls = tables
     expected = strategy_colours(STRATEGIES)
     figs = figures(sessions, calls, small_headline)
-    for name in ("ecdf_input_tokens", "ecdf_latency", "syntax_errors_by_context", "cost_vs_success"):
+    for name in ("syntax_errors_by_context", "cost_vs_success"):
         seen = strategy_line_colours(figs[name])
         assert seen == {k: v.upper() for k, v in expected.items()}, name
-    panels = figs["context_tokens_by_turn"].axes
-    for ax in panels:
-        coloured = {line.get_color() for line in ax.get_lines()} - {"#BBBBBB"}
-        assert coloured == {expected[ax.get_title()]}
+    for name in PANELLED:
+        assert panel_colours(figs[name]) == {k: v.upper() for k, v in expected.items()}, name
 
 
 def test_write_plots_shares_one_colour_map_across_tables(tmp_path: Path) -> None:
@@ -244,7 +264,7 @@ def test_write_plots_shares_one_colour_map_across_tables(tmp_path: Path) -> None
     calls = pd.concat([calls, extra], ignore_index=True)
     styles = plots.strategy_styles(plots.strategies_of(sessions, calls))
     fig = ecdf_latency(sessions, styles=styles)
-    assert strategy_line_colours(fig)["b"] == OKABE_ITO[1].upper()
+    assert panel_colours(fig)["b"] == OKABE_ITO[1].upper()
 
 
 # ------------------------------------------------------------------------------------- determinism
@@ -335,3 +355,58 @@ def test_module_does_not_import_the_runtime() -> None:
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == ""
 
+
+
+# ------------------------------------------------------------------------------- many strategies, the front
+
+
+def test_ecdfs_stay_readable_with_twelve_strategies() -> None:
+    """One panel per strategy on shared axes, each with exactly one coloured curve (the others grey):
+    no panel carries ten overlapping coloured lines."""
+    names = tuple(f"strategy_{i:02d}" for i in range(12))
+    sessions, _ = make_tables(strategies=names, sessions_per_strategy=6)
+    for fig in (ecdf_latency(sessions), ecdf_input_tokens(sessions)):
+        panels = [ax for ax in fig.axes if ax.get_visible()]
+        assert sorted(ax.get_title() for ax in panels) == sorted(names)
+        assert all(panels[0].get_shared_x_axes().joined(panels[0], ax) for ax in panels)
+        assert all(panels[0].get_shared_y_axes().joined(panels[0], ax) for ax in panels)
+        colours = panel_colours(fig)
+        assert len(set(colours.items())) == 12
+        for ax in panels:
+            grey = [line for line in ax.get_lines() if to_hex(line.get_color()).upper() == "#BBBBBB"]
+            assert len(grey) == 11
+
+
+def test_ecdf_panels_go_from_the_lowest_median_up() -> None:
+    sessions, _ = make_tables(sessions_per_strategy=8)
+    medians = sessions.groupby("strategy")["latency_s"].median().sort_values(kind="stable")
+    titles = [ax.get_title() for ax in ecdf_latency(sessions).axes if ax.get_visible()]
+    assert titles == list(medians.index)
+
+
+def front_markers(fig: Figure) -> list[tuple[float, float]]:
+    """The points ringed as the Pareto front (hollow markers of the ring's size)."""
+    rings = [line for line in fig.axes[0].get_lines() if line.get_markersize() == 15]
+    return [(float(x), float(y)) for line in rings for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)]
+
+
+def test_cost_vs_success_rings_the_pareto_front_and_plots_cost_per_solved_session(
+        tables: tuple[pd.DataFrame, pd.DataFrame], small_headline: pd.DataFrame) -> None:
+    sessions, _ = tables
+    fig = cost_vs_success(sessions, headline=small_headline)
+    wide = small_headline.pivot(index="strategy", columns="metric", values="value")
+    front = pareto_front(small_headline)
+    assert front
+    expected = [float(wide.loc[s, m]) for s in front for m in ("success_rate", "cost_per_solved_session")]
+    assert [v for point in front_markers(fig) for v in point] == pytest.approx(expected)
+    assert "cost per solved session" in fig.axes[0].get_ylabel()
+    assert plots.FRONT_LABEL in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_a_strategy_without_a_solved_session_is_named_not_drawn() -> None:
+    sessions, _ = make_tables(sessions_per_strategy=6)
+    sessions.loc[sessions["strategy"] == "unbounded", "outcome"] = "stuck"
+    fig = cost_vs_success(sessions, headline=headline(sessions, resamples=100))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "no solved session, not drawn: unbounded" in texts
+    assert "unbounded" not in [t.get_text() for t in fig.legends[0].get_texts()]

@@ -1,6 +1,7 @@
-"""report.html and report.md of a small real run: every section and plot, the headline table with its
-intervals, no external URL, the Markdown links, the CLI, and a headless-Chromium screenshot that shows
-the headline table."""
+"""report.html and report.md of a small real run: the decision first and provenance last, every section
+and plot, the headline table in decision order with its intervals, no external URL, the Markdown links,
+byte-identical reports of one run, the baseline choice, the CLI, and a headless-Chromium screenshot
+that shows the headline table."""
 
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ from harness.cli import main as cli_main
 from harness.run.config import RunConfig
 from harness.run.runner import run
 from reports import stats
+from reports.decision import best_corner, decide, decision_order, pareto_front
 from reports.plots import PLOT_NAMES
-from reports.render import SECTIONS, ReportInputError, write_report
+from reports.render import PLOT_BY_NAME, SECTIONS, ReportInputError, headline_metrics, write_report
 from reports.stats import METRICS
-from reports.tables import format_interval, format_value
-from tests.reports.runs import SMALL_RUN
+from reports.tables import WILSON_MARK, format_interval, format_value
+from tests.reports.runs import SMALL_RUN, replace_table
 
 STRATEGIES = ["unbounded", "sw20", "offload_contracts"]
 CONFIG: dict[str, Any] = SMALL_RUN
@@ -153,8 +155,23 @@ def test_html_has_every_section_with_its_heading_and_how_to_read(page: Page) -> 
     h2 = {section: text for tag, text, section in page.headings if tag == "h2"}
     assert h2 == {s.key: s.title for s in SECTIONS}
     assert {s.key for s in SECTIONS} <= page.how_in
-    assert {"Strategies", "Scenarios", "Outcomes", "By scenario family", "Loop rate by rule"} <= {
+    assert {"Strategies", "Scenarios", "By scenario family", "Loop rate by rule"} <= {
         text for tag, text, _ in page.headings if tag == "h3"}
+
+
+def test_the_decision_comes_first_and_provenance_last(page: Page, run_dir: Path) -> None:
+    keys = [s.key for s in SECTIONS]
+    assert keys[0] == "decision" and keys[-1] == "run"
+    assert page.sections[0] == "decision" and page.sections[-1] == "run"
+    # The tables of provenance come after every table of the decision, in both formats.
+    text = (run_dir / "report.html").read_text()
+    assert text.index('id="decision-table"') < text.index('id="headline-table"') < text.index('id="manifest-table"')
+    assert text.index('id="strategies-table"') > text.index('id="loops-table"')
+    md = (run_dir / "report.md").read_text()
+    titles = re.findall(r"^## (.+)$", md, re.MULTILINE)
+    assert titles[0] == "Decision" and titles[-1] == "Provenance"
+    assert md.index("| goal | best |") < md.index("| field | value |") < md.index("### Strategies")
+    assert md.index("### Scenarios") > md.index("## Provenance")
 
 
 def test_html_embeds_every_plot_as_a_png_data_uri(page: Page, run_dir: Path) -> None:
@@ -171,24 +188,65 @@ def test_html_embeds_every_plot_as_a_png_data_uri(page: Page, run_dir: Path) -> 
         assert f"plot-{name}" in page.how_in
 
 
-def test_headline_table_has_every_strategy_with_values_and_intervals(page: Page, run_dir: Path) -> None:
+def decided_order(run_dir: Path) -> list[str]:
+    head = stats.headline(stats.load_sessions(run_dir))
+    return decision_order(head, STRATEGIES)
+
+
+def test_headline_table_has_every_strategy_in_decision_order_with_intervals(page: Page, run_dir: Path) -> None:
     table = page.tables["headline-table"]
     header, rows = table[0], table[1:]
-    assert header == ["strategy", *(m.label for m in METRICS.values())]
-    assert [row[0].split()[0] for row in rows] == STRATEGIES
+    metrics = headline_metrics()
+    assert header == ["strategy", *(m.label for m in metrics)]
+    assert header[1:3] == ["success rate", "cost per solved session"]
+    assert "cache-hit share" in header
+    assert [row[0].split()[0] for row in rows] == decided_order(run_dir)
     expected = stats.headline(stats.load_sessions(run_dir)).set_index(["strategy", "metric"])
+    success = [float(expected.loc[(row[0].split()[0], "success_rate"), "value"]) for row in rows]
+    assert success == sorted(success, reverse=True)
     for row in rows:
         strategy = row[0].split()[0]
         assert row[0].endswith("n = 12")
-        for metric, cell in zip(METRICS.values(), row[1:], strict=True):
+        for metric, cell in zip(metrics, row[1:], strict=True):
             r = expected.loc[(strategy, metric.name)]
-            assert cell == f"{format_value(metric, r['value'])} {format_interval(metric, r['ci_low'], r['ci_high'])}"
-            assert re.search(r"\[.+, .+\]$", cell)
+            if not np.isfinite(r["value"]):
+                assert cell == metric.undefined
+                continue
+            mark = f" {WILSON_MARK}" if r["interval"] == "wilson" else ""
+            assert cell == (f"{format_value(metric, r['value'])} "
+                            f"{format_interval(metric, r['ci_low'], r['ci_high'])}{mark}")
 
 
-def test_paired_table_compares_against_unbounded(page: Page) -> None:
+def test_the_decision_names_each_goals_best_its_ties_and_the_front(page: Page, run_dir: Path) -> None:
+    sessions = stats.load_sessions(run_dir)
+    head = stats.headline(sessions)
+    results = decide(sessions, head)
+    rows = page.tables["decision-table"][1:]
+    assert [row[0] for row in rows] == [f"{r.goal.title} {METRICS[r.goal.metric].label}" for r in results]
+    for row, result in zip(rows, results, strict=True):
+        assert row[1] == result.best
+        assert row[3].startswith(", ".join(result.tied) if result.tied else "none: every other strategy is behind")
+    text = html.unescape((run_dir / "report.html").read_text())
+    front = pareto_front(head)
+    assert front
+    assert "Success-vs-cost Pareto front, cheapest first: " + front[0] in text
+    assert all(name in text.split("Pareto front, cheapest first:")[1].split(". No other")[0] for name in front)
+
+
+def test_every_failing_outcome_is_explained_and_cache_is_shown(run_dir: Path) -> None:
+    text = (run_dir / "report.md").read_text()
+    failures = text.split("## Why sessions fail")[1].split("## ")[0]
+    sessions = stats.load_sessions(run_dir)
+    for outcome in set(sessions["outcome"]) - {"success"}:
+        assert re.search(rf"^- {outcome}: ", failures, re.MULTILINE), outcome
+    assert "cache-hit share" in text and "prompt-cache hits" in text
+    # A rate of zero events always has a real upper bound.
+    assert "0.00% [0.00%, 0.00%]" not in text.split("## Paired differences")[0]
+
+
+def test_paired_table_compares_against_unbounded(page: Page, run_dir: Path) -> None:
     rows = page.tables["paired-table"][1:]
-    assert [row[0].split()[0] for row in rows] == ["sw20", "offload_contracts"]
+    assert [row[0].split()[0] for row in rows] == [s for s in decided_order(run_dir) if s != "unbounded"]
     assert all(row[0].endswith("12 paired sessions") for row in rows)
     assert all(re.search(r"\[.+, .+\]$", cell) for row in rows for cell in row[1:])
 
@@ -196,8 +254,9 @@ def test_paired_table_compares_against_unbounded(page: Page) -> None:
 def test_breakdown_tables_cover_every_strategy(page: Page, run_dir: Path) -> None:
     sessions = stats.load_sessions(run_dir)
     outcomes = page.tables["outcomes-table"]
-    assert [row[0] for row in outcomes[1:]] == STRATEGIES
+    assert [row[0] for row in outcomes[1:]] == decided_order(run_dir)
     assert set(outcomes[0][1:]) == set(sessions["outcome"])
+    assert outcomes[0][1] == "success"
     families = page.tables["families-table"]
     assert len(families) - 1 == sessions.groupby(["strategy", "family"]).ngroups
     manifest = {row[0]: row[1] for row in page.tables["manifest-table"][1:]}
@@ -220,7 +279,7 @@ def test_html_references_nothing_external(page: Page, run_dir: Path) -> None:
 def test_markdown_has_the_tables_and_links_to_existing_plots(run_dir: Path) -> None:
     text = (run_dir / "report.md").read_text()
     assert re.findall(r"^## (.+)$", text, re.MULTILINE) == [s.title for s in SECTIONS]
-    header = "| " + " | ".join(["strategy", *(m.label for m in METRICS.values())]) + " |"
+    header = "| " + " | ".join(["strategy", *(m.label for m in headline_metrics())]) + " |"
     assert text.count(header) == 2  # headline and paired
     for strategy in STRATEGIES:
         assert re.search(rf"^\| {strategy} \(n = 12\) \|", text, re.MULTILINE)
@@ -233,16 +292,60 @@ def test_markdown_has_the_tables_and_links_to_existing_plots(run_dir: Path) -> N
 # Choices, errors and the CLI ------------------------------------------------------------------------------
 
 
-def test_absent_baseline_falls_back_to_the_first_strategy_and_says_so(run_dir: Path, tmp_path: Path) -> None:
+def test_the_report_of_one_run_is_byte_identical_every_time(run_dir: Path, tmp_path: Path) -> None:
+    first, second = tables_only(run_dir, tmp_path / "one"), tables_only(run_dir, tmp_path / "two")
+    write_report(first)
+    write_report(second)
+    for name in ("report.html", "report.md", *(f"plots/{p}.png" for p in PLOT_NAMES)):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    # The run directory's name is the run id in the manifest, not the path: the copies differ only there.
+    assert (first / "report.md").read_bytes() == (run_dir / "report.md").read_bytes()
+
+
+def test_the_cost_plot_caption_names_the_corner_its_axes_make_best(run_dir: Path) -> None:
+    from reports.plots import cost_vs_success
+
+    sessions = stats.load_sessions(run_dir)
+    ax = cost_vs_success(sessions, headline=stats.headline(sessions, resamples=200)).axes[0]
+    assert "higher is better" in ax.get_xlabel() and "lower is better" in ax.get_ylabel()
+    assert not ax.xaxis_inverted() and not ax.yaxis_inverted()
+    # Higher x (right) and lower y (bottom) are better: the best corner is bottom-right.
+    assert best_corner() == "bottom-right"
+    how = PLOT_BY_NAME["cost_vs_success"].how
+    assert "best corner is bottom-right" in how
+    assert "up and to the left" not in how.lower()
+    text = (run_dir / "report.md").read_text()
+    assert "best corner is bottom-right" in text
+    assert "Up and to the left" not in text
+
+
+def test_without_unbounded_and_no_baseline_chosen_the_first_strategy_is_used_and_said(
+        run_dir: Path, tmp_path: Path) -> None:
     copy = tables_only(run_dir, tmp_path / "copy")
-    write_report(copy, baseline="no_such_strategy")
+    sessions = pd.read_parquet(copy / "sessions.parquet")
+    replace_table(copy, "sessions.parquet", sessions[sessions["strategy"] != "unbounded"])
+    write_report(copy)
     page = parse(copy / "report.html")
-    assert [row[0].split()[0] for row in page.tables["paired-table"][1:]] == ["sw20", "offload_contracts"]
+    assert [row[0].split()[0] for row in page.tables["paired-table"][1:]] == ["offload_contracts"]
     html_text = html.unescape((copy / "report.html").read_text())
     md_text = (copy / "report.md").read_text()
     for text in (html_text, md_text):
-        assert "'no_such_strategy' is not in this run" in text
-        assert "against 'unbounded', the first strategy" in text
+        assert "no 'unbounded' strategy and no baseline was chosen" in text
+        assert "against 'sw20', the first strategy of the run" in text
+
+
+def test_an_explicit_baseline_is_used_and_an_unknown_one_is_an_error(run_dir: Path, tmp_path: Path) -> None:
+    copy = tables_only(run_dir, tmp_path / "copy")
+    write_report(copy, ["md"], baseline="sw20")
+    text = (copy / "report.md").read_text()
+    assert "Each strategy minus **sw20**." in text
+    assert "no baseline was chosen" not in text
+    before = {p.name: p.read_bytes() for p in copy.iterdir() if p.is_file()}
+    with pytest.raises(ReportInputError) as info:
+        write_report(copy, baseline="no_such_strategy")
+    assert str(info.value) == ("unknown baseline 'no_such_strategy': this run's strategies are unbounded, sw20, "
+                               "offload_contracts")
+    assert {p.name: p.read_bytes() for p in copy.iterdir() if p.is_file()} == before
 
 
 def test_only_the_asked_formats_are_written_atomically(run_dir: Path, tmp_path: Path) -> None:
@@ -313,6 +416,8 @@ def test_cli_report_writes_the_chosen_format(run_dir: Path, tmp_path: Path, caps
     (["report", "{tmp}/absent"], "no such directory"),
     (["report", "{tmp}"], "not a finished run directory"),
     (["report", "{run}", "--format", "html,pdf"], "unknown report format 'pdf'"),
+    (["report", "{run}", "--baseline", "nope"],
+     "unknown baseline 'nope': this run's strategies are unbounded, sw20, offload_contracts"),
 ])
 def test_cli_report_bad_input_exits_2_with_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                     args: list[str], expected: str) -> None:

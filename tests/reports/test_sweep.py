@@ -85,7 +85,8 @@ def session_rows(model: str, variant: str, successes: int, n: int, *, cost: floa
     return [{"scenario": "mix", "session_index": i, "strategy": f"{variant}@{model}", "model": model,
              "sweep_param": sweep_param, "sweep_value": sweep_value,
              "outcome": "success" if i < successes else "stuck", "loop_detected": False,
-             "context_tokens_mean": 1000.0 + i, "input_tokens": 5000 + i, "tool_syntax_errors": 0,
+             "context_tokens_mean": 1000.0 + i, "input_tokens": 5000 + i, "cached_input_tokens": 4000,
+             "tool_syntax_errors": 0,
              "tool_calls": 10, "latency_s": 10.0 + i, "cost_usd": cost} for i in range(n)]
 
 
