@@ -1,20 +1,31 @@
 """Compare two runs (``ctxbench compare RUN_A RUN_B``): each metric per strategy in both runs, the
-difference B - A with a 95% interval from independent bootstraps of the two runs' sessions, and a gate
-that fails when a ``--fail-on METRIC:THRESHOLD`` is crossed.
+difference B - A with a 95% bootstrap interval, and a gate that fails when a ``--fail-on
+METRIC:THRESHOLD`` regression is statistically established.
 
-Thresholds: ``METRIC:+2pp`` (absolute, percentage points; rate metrics only), ``METRIC:+5%`` (relative
-to run A's value), ``METRIC:+1000`` (absolute, in the metric's unit). The sign is the direction that
-fails: ``+`` fails when B is higher than A by more than the amount, ``-`` when it is lower. The gate
-reads the point estimate of the difference (both runs are deterministic, so it never flakes); the
-interval says whether the difference is distinguishable from resampling noise.
+Pairing. Rows of two runs with the same scenario, session_index and seed are the same session (the
+same script replayed: DESIGN.md, "Determinism"). When the runs share sessions, each strategy is
+compared over the shared ones only: B - A is the metric over B's rows minus the metric over A's rows
+of the same sessions (for a mean metric, the mean of the per-session differences), and its interval
+resamples those sessions with one resample for both runs. A run compared with itself therefore shows
+zero differences with zero-width intervals. Sessions only one run has are left out and counted. Runs
+that share no session (other seeds) fall back to independent bootstraps of each run's sessions;
+``CompareResult.pairing`` says which was used.
+
+Thresholds: ``METRIC:+2pp`` (percentage points; rates only), ``METRIC:+5%`` (relative: (B - A) / A),
+``METRIC:+1000`` (the metric's unit). The sign is the direction that fails. The gate reads the
+interval's bound in the failing direction, never the point estimate: ``+T`` fails only when the LOWER
+bound of the 95% CI of B - A is above +T, ``-T`` only when the UPPER bound is below -T. For ``%`` the
+bound is that of the relative difference, bootstrapped as a ratio (A varies across resamples too, so
+B - A's bound divided by A would be the wrong interval). A failed gate is a regression established
+beyond the threshold, not one session's blip; the resamples are seeded, so the gate never flakes.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +33,21 @@ import numpy as np
 import pandas as pd
 
 from reports import stats
-from reports.inputs import STATS_COLUMNS, ReportInputError, open_run_dir
+from reports.inputs import NUMBER, STATS_COLUMNS, ReportInputError, open_run_dir
 from reports.stats import METRICS, Metric
 from reports.tables import format_diff, format_interval, format_value, is_share
 
 _AMOUNT = re.compile(r"([+-])((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(pp|%)?")
-#: Differences within this (relative) margin of a threshold do not cross it: float noise, not a change.
+#: A bound within this (relative) margin of a threshold does not cross it: float noise, not a change.
 _EPS = 1e-9
+#: What makes rows of two runs the same session. The session seed hashes the root seed, scenario and
+#: index, so runs with different root seeds share no session and are compared unpaired.
+SESSION_IDENTITY = ["scenario", "session_index", "seed"]
+#: The sessions columns compare reads: those of the statistics and the seed to pair on.
+COMPARE_COLUMNS: dict[str, str] = STATS_COLUMNS | {"seed": NUMBER}
+#: The table's columns, one row per (metric, strategy); ``rel*`` is (B - A) / |A| and its interval.
+TABLE_COLUMNS = ["metric", "strategy", "paired", "n_a", "n_b", "a", "a_low", "a_high", "b", "b_low", "b_high",
+                 "diff", "ci_low", "ci_high", "excludes_zero", "rel", "rel_low", "rel_high"]
 
 
 def unknown_metric(name: str) -> ReportInputError:
@@ -38,14 +57,14 @@ def unknown_metric(name: str) -> ReportInputError:
 
 @dataclass(frozen=True)
 class Threshold:
-    """One ``--fail-on`` gate."""
+    """One ``--fail-on`` gate: it trips when the CI bound of B - A in the failing direction is beyond it."""
 
     text: str
     metric: str
     #: +1 fails on an increase (B above A), -1 on a decrease.
     direction: int
     amount: float
-    #: ``pp`` (percentage points), ``relative`` (share of A's value) or ``absolute`` (metric units).
+    #: ``pp`` (percentage points), ``relative`` (percent of A's value) or ``absolute`` (metric units).
     kind: str
 
     def limit_text(self) -> str:
@@ -53,21 +72,54 @@ class Threshold:
         suffix = {"pp": "pp", "relative": "%", "absolute": ""}[self.kind]
         return f"{sign}{self.amount:g}{suffix}"
 
-    def change(self, a: float, diff: float) -> float:
-        """The difference in the threshold's own terms (pp, percent, or units), signed by its direction."""
-        signed = diff * self.direction
-        if self.kind == "pp":
-            return signed * 100
-        if self.kind == "relative":
-            if a == 0:
-                return math.inf if signed > 0 else 0.0
-            return signed / abs(a) * 100
-        return signed
+    @property
+    def bound_name(self) -> str:
+        """The bound the gate reads: the one nearest to "no regression" in the failing direction."""
+        return "lower" if self.direction > 0 else "upper"
 
-    def crossed(self, a: float, diff: float) -> bool:
-        if not (np.isfinite(a) and np.isfinite(diff)):
+    @property
+    def quantity(self) -> str:
+        return "(B - A) / A" if self.kind == "relative" else "B - A"
+
+    def rule(self) -> str:
+        """The gate in words, e.g. ``fails when the lower bound of the 95% CI of B - A is above +2pp``."""
+        return (f"fails when the {self.bound_name} bound of the 95% CI of {self.quantity} is "
+                f"{'above' if self.direction > 0 else 'below'} {self.limit_text()}")
+
+    def in_own_terms(self, diff: float, rel: float) -> float:
+        """A difference (B - A, and (B - A) / |A|) in the threshold's terms: pp, percent or metric units."""
+        if self.kind == "pp":
+            return diff * 100
+        if self.kind == "relative":
+            return rel * 100
+        return diff
+
+    def point(self, row: Mapping[str, Any]) -> float:
+        """The row's point estimate of B - A in the threshold's terms."""
+        return self.in_own_terms(float(row["diff"]), float(row["rel"]))
+
+    def bound(self, row: Mapping[str, Any]) -> float:
+        """The row's CI bound in the failing direction, in the threshold's terms."""
+        side = "low" if self.direction > 0 else "high"
+        return self.in_own_terms(float(row[f"ci_{side}"]), float(row[f"rel_{side}"]))
+
+    def crossed(self, value: float) -> bool:
+        """True when ``value`` (B - A in the threshold's terms) is beyond the threshold in the failing
+        direction; a missing value (a strategy only one run has) never is."""
+        if math.isnan(value):
             return False
-        return self.change(a, diff) > self.amount + _EPS * max(1.0, self.amount)
+        return value * self.direction > self.amount + _EPS * max(1.0, self.amount)
+
+    def trips(self, row: Mapping[str, Any]) -> bool:
+        return self.crossed(self.bound(row))
+
+    def format(self, value: float) -> str:
+        """A value in the threshold's terms, written like the threshold (``+2.50pp``, ``+3.1%``)."""
+        if self.kind == "pp":
+            return f"{value:+.2f}pp"
+        if self.kind == "relative":
+            return f"{value:+.1f}%"
+        return format_diff(METRICS[self.metric], value)
 
 
 def parse_threshold(text: str) -> Threshold:
@@ -106,45 +158,95 @@ def parse_metrics(names: Iterable[str] | None) -> list[str]:
 
 @dataclass(frozen=True)
 class Breach:
+    """A gate that tripped for one strategy: its failing-direction bound is beyond the threshold."""
+
     threshold: Threshold
     strategy: str
     a: float
     b: float
     diff: float
+    ci_low: float
+    ci_high: float
+    #: The CI bound the gate read, in the threshold's terms (pp, percent or units).
+    bound: float
 
     def message(self) -> str:
-        metric = METRICS[self.threshold.metric]
-        change = self.threshold.change(self.a, self.diff) * self.threshold.direction
-        shown = {"pp": f"{change:+.2f}pp", "relative": f"{change:+.1f}%"}.get(self.threshold.kind,
-                                                                             format_diff(metric, self.diff))
-        return (f"{self.threshold.metric} [{self.strategy}]: {format_value(metric, self.a)} -> "
-                f"{format_value(metric, self.b)} ({shown}) crosses {self.threshold.limit_text()}")
+        t = self.threshold
+        metric = METRICS[t.metric]
+        interval = format_interval(metric, self.ci_low, self.ci_high, diff=True)
+        return (f"{self.strategy}: the {t.bound_name} bound of the 95% CI of {t.quantity} is {t.format(self.bound)}, "
+                f"{'above' if t.direction > 0 else 'below'} the threshold {t.limit_text()} "
+                f"(A {format_value(metric, self.a)}, B {format_value(metric, self.b)}, "
+                f"B - A {format_diff(metric, self.diff)} {interval})")
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How the two runs' sessions meet; a session is a (scenario, session_index, seed), whatever strategies ran it."""
+
+    shared: int
+    only_a: int
+    only_b: int
+
+    @property
+    def paired(self) -> bool:
+        return self.shared > 0
+
+    def describe(self) -> str:
+        if not self.paired:
+            return (f"unpaired: the runs share no session (same scenario, session_index and seed), e.g. they ran with "
+                    f"different seeds; A's {self.only_a} and B's {self.only_b} sessions are resampled independently")
+        left = (f"left out {self.only_a} sessions only in A and {self.only_b} only in B" if self.only_a or self.only_b
+                else "none left out")
+        return (f"paired on {self.shared} shared sessions (same scenario, session_index and seed; {left}): A, B and "
+                "B - A are over those sessions, and one resample of them serves both runs")
 
 
 @dataclass(frozen=True)
 class CompareResult:
     run_a: Path
     run_b: Path
-    #: One row per (metric, strategy): a, a_low, a_high, b, b_low, b_high, diff, ci_low, ci_high,
-    #: excludes_zero, n_a, n_b.
+    #: One row per (metric, strategy), columns ``TABLE_COLUMNS``.
     table: pd.DataFrame
+    pairing: Pairing
     thresholds: tuple[Threshold, ...] = ()
-    breaches: tuple[Breach, ...] = field(default=())
+    breaches: tuple[Breach, ...] = ()
+    run_id_a: str = ""
+    run_id_b: str = ""
 
     @property
     def failed(self) -> bool:
         return bool(self.breaches)
 
+    def _gate_cell(self, metric: str, row: Mapping[str, Any]) -> str:
+        """Each gate on ``metric`` for one row: its verdict and the bound it read, against the threshold."""
+        if math.isnan(float(row["diff"])):
+            return "n/a"
+        cells = []
+        for t in (t for t in self.thresholds if t.metric == metric):
+            tripped = t.trips(row)
+            relation = {(True, True): ">", (True, False): "<=", (False, True): "<", (False, False): ">="}[
+                (t.direction > 0, tripped)]
+            cells.append(f"{'FAILED' if tripped else 'ok'} ({t.bound_name} bound {t.format(t.bound(row))} {relation} "
+                         f"{t.limit_text()})")
+        return "; ".join(cells)
+
     def to_text(self) -> str:
-        lines = [f"A = {self.run_a}", f"B = {self.run_b}", ""]
+        lines = [f"A: {self.run_a} (run {self.run_id_a or self.run_a.name})",
+                 f"B: {self.run_b} (run {self.run_id_b or self.run_b.name})",
+                 self.pairing.describe(), ""]
         for metric_name, group in self.table.groupby("metric", sort=False):
             metric = METRICS[str(metric_name)]
-            rows = [["strategy", "A", "B", "B - A", "95% CI of B - A", "CI excludes 0"]]
+            gated = any(t.metric == metric.name for t in self.thresholds)
+            rows = [["strategy", "sessions", "A", "B", "B - A", "95% CI of B - A", "CI excludes 0"]
+                    + (["gate"] if gated else [])]
             for _, r in group.iterrows():
-                rows.append([str(r["strategy"]), format_value(metric, r["a"]), format_value(metric, r["b"]),
+                sessions = f"{r['n_a']} paired" if r["paired"] else f"{r['n_a']} / {r['n_b']}"
+                rows.append([str(r["strategy"]), sessions, format_value(metric, r["a"]), format_value(metric, r["b"]),
                              format_diff(metric, r["diff"]),
                              format_interval(metric, r["ci_low"], r["ci_high"], diff=True),
-                             "yes" if r["excludes_zero"] else "no"])
+                             "yes" if r["excludes_zero"] else "no"]
+                            + ([self._gate_cell(metric.name, r)] if gated else []))
             widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
             lines.append(f"{metric.name} ({metric.label}, {metric.unit})")
             for row in rows:
@@ -153,9 +255,20 @@ class CompareResult:
             lines.append("")
         for t in self.thresholds:
             hits = [b for b in self.breaches if b.threshold == t]
-            lines.append(f"gate {t.text}: " + ("FAILED" if hits else "ok"))
+            lines.append(f"gate {t.text} ({t.rule()}): " + ("FAILED" if hits else "ok"))
             lines += [f"  {b.message()}" for b in hits]
+            lines += [f"  {note}" for note in self._not_established(t)]
         return "\n".join(lines).rstrip() + "\n"
+
+    def _not_established(self, t: Threshold) -> list[str]:
+        """Strategies whose point estimate is beyond the threshold while the bound the gate reads is not:
+        the gate passes them, and the reader should know why."""
+        notes = []
+        for _, r in self.table[self.table["metric"] == t.metric].iterrows():
+            if t.crossed(t.point(r)) and not t.trips(r):
+                notes.append(f"{r['strategy']}: not established: {t.quantity} is {t.format(t.point(r))}, beyond "
+                             f"{t.limit_text()}, but its {t.bound_name} bound {t.format(t.bound(r))} is not")
+        return notes
 
     def to_records(self) -> dict[str, Any]:
         def clean(value: Any) -> Any:
@@ -167,37 +280,103 @@ class CompareResult:
 
         rows = [{str(k): clean(v) for k, v in row.items()} for row in self.table.to_dict(orient="records")]
         return {
-            "run_a": str(self.run_a), "run_b": str(self.run_b), "rows": rows,
-            "thresholds": [{"threshold": t.text, "failed": any(b.threshold == t for b in self.breaches)}
-                           for t in self.thresholds],
+            "run_a": str(self.run_a), "run_b": str(self.run_b),
+            "run_id_a": self.run_id_a, "run_id_b": self.run_id_b,
+            "paired": self.pairing.paired, "shared_sessions": self.pairing.shared,
+            "left_out": {"only_a": self.pairing.only_a, "only_b": self.pairing.only_b},
+            "pairing": self.pairing.describe(),
+            "rows": rows,
+            "thresholds": [{"threshold": t.text, "metric": t.metric, "bound": t.bound_name, "rule": t.rule(),
+                            "failed": any(b.threshold == t for b in self.breaches)} for t in self.thresholds],
             "breaches": [{"threshold": b.threshold.text, "strategy": b.strategy, "a": clean(b.a), "b": clean(b.b),
-                          "diff": clean(b.diff), "message": b.message()} for b in self.breaches],
+                          "diff": clean(b.diff), "ci_low": clean(b.ci_low), "ci_high": clean(b.ci_high),
+                          "bound": b.threshold.bound_name, "bound_value": clean(b.bound), "message": b.message()}
+                         for b in self.breaches],
             "failed": self.failed,
         }
 
 
-def _row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, resamples: int,
-         seed: int) -> dict[str, Any]:
-    row: dict[str, Any] = {"metric": metric.name, "strategy": strategy, "n_a": len(a), "n_b": len(b)}
+def relative_change(diff: Any, base: Any) -> np.ndarray:
+    """(B - A) / |A|, elementwise. From A = 0 any increase is infinitely relative (+inf), any decrease
+    -inf, and no change is 0, so a ``%`` gate still reads a rate that left zero."""
+    d, a = np.asarray(diff, dtype=float), np.asarray(base, dtype=float)
+    from_zero = np.where(d > 0, np.inf, np.where(d < 0, -np.inf, np.where(np.isnan(d), np.nan, 0.0)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(a != 0, d / np.abs(a), from_zero)
+
+
+def _relative_interval(samples: np.ndarray) -> tuple[float, float]:
+    """The percentile interval of relative changes. Resamples with A at zero are infinite, and linear
+    interpolation between two infinities is NaN, so the bounds are resampled values themselves.
+    Undefined resamples (NaN: a metric with no value in that resample) are left out, as
+    :func:`reports.stats.percentile_interval` leaves them out; NaN when every one is."""
+    defined = samples[~np.isnan(samples)]
+    if defined.size == 0:
+        return float("nan"), float("nan")
+    alpha = (1 - stats.CONFIDENCE) / 2
+    low, high = np.quantile(defined, [alpha, 1 - alpha], method="inverted_cdf")
+    return float(low), float(high)
+
+
+def _measure(metric: Metric, a: pd.DataFrame, b: pd.DataFrame, idx_a: np.ndarray, idx_b: np.ndarray) -> dict[str, Any]:
+    """A, B, B - A and (B - A) / |A| with their intervals, from the resample index matrices of each run
+    (the same matrix for both when the sessions are paired row by row)."""
+    stat = stats.statistic(metric)
     va, da = stats.metric_arrays(a, metric)
     vb, db = stats.metric_arrays(b, metric)
-    # Distinct streams for A and B (the generator key reads only the first bytes of each part), so
-    # even two identical runs are resampled independently.
-    rng_a = stats.rng_for(seed, "A", "compare", metric.name, strategy)
-    rng_b = stats.rng_for(seed, "B", "compare", metric.name, strategy)
-    row["a"], row["a_low"], row["a_high"] = stats.bootstrap(va, metric, denominators=da, resamples=resamples,
-                                                            rng=rng_a)
-    row["b"], row["b_low"], row["b_high"] = stats.bootstrap(vb, metric, denominators=db, resamples=resamples,
-                                                            rng=rng_b)
+    value_a = float(stat(va, da, np.arange(len(a))))
+    value_b = float(stat(vb, db, np.arange(len(b))))
+    sa, sb = stat(va, da, idx_a), stat(vb, db, idx_b)
+    a_low, a_high = stats.percentile_interval(sa, stats.CONFIDENCE)
+    b_low, b_high = stats.percentile_interval(sb, stats.CONFIDENCE)
+    ci_low, ci_high = stats.percentile_interval(sb - sa, stats.CONFIDENCE)
+    rel_low, rel_high = _relative_interval(relative_change(sb - sa, sa))
+    diff = value_b - value_a
+    return {"a": value_a, "a_low": a_low, "a_high": a_high, "b": value_b, "b_low": b_low, "b_high": b_high,
+            "diff": diff, "ci_low": ci_low, "ci_high": ci_high, "excludes_zero": bool(ci_low > 0 or ci_high < 0),
+            "rel": float(relative_change(diff, value_a)), "rel_low": rel_low, "rel_high": rel_high}
+
+
+def _paired_row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, resamples: int,
+                seed: int) -> dict[str, Any]:
+    """``a`` and ``b`` hold the same sessions in the same order: one resample index serves both runs."""
+    n = len(a)
+    idx = stats.rng_for(seed, "compare", "paired", metric.name, strategy).integers(0, n, size=(resamples, n))
+    return {"metric": metric.name, "strategy": strategy, "paired": True, "n_a": n, "n_b": n,
+            **_measure(metric, a, b, idx, idx)}
+
+
+def _unpaired_row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, resamples: int,
+                  seed: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"metric": metric.name, "strategy": strategy, "paired": False, "n_a": len(a), "n_b": len(b)}
     if len(a) == 0 or len(b) == 0:
-        return row | {"diff": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "excludes_zero": False}
-    # Fresh generators of the same streams: the difference's resamples are those behind each run's CI.
-    stat = stats.statistic(metric)
+        # A strategy only one run has: its own value and interval, nothing to difference.
+        present = a if len(a) else b
+        values, den = stats.metric_arrays(present, metric)
+        side = "a" if len(a) else "b"
+        value, low, high = stats.bootstrap(values, metric, denominators=den, resamples=resamples,
+                                           rng=stats.rng_for(seed, side.upper(), "compare", metric.name, strategy))
+        nan = float("nan")
+        return row | {c: nan for c in TABLE_COLUMNS[5:]} | {side: value, f"{side}_low": low, f"{side}_high": high,
+                                                            "excludes_zero": False}
+    # Distinct streams for A and B (each name is hashed whole), so the runs are resampled independently.
     idx_a = stats.rng_for(seed, "A", "compare", metric.name, strategy).integers(0, len(a), size=(resamples, len(a)))
     idx_b = stats.rng_for(seed, "B", "compare", metric.name, strategy).integers(0, len(b), size=(resamples, len(b)))
-    low, high = stats.percentile_interval(stat(vb, db, idx_b) - stat(va, da, idx_a), stats.CONFIDENCE)
-    return row | {"diff": row["b"] - row["a"], "ci_low": low, "ci_high": high,
-                  "excludes_zero": bool(low > 0 or high < 0)}
+    return row | _measure(metric, a, b, idx_a, idx_b)
+
+
+def _by_session(frame: pd.DataFrame, path: Path, strategy: str) -> pd.DataFrame:
+    """One strategy's rows indexed and sorted by session; a table repeating a session cannot be paired."""
+    indexed = frame.set_index(SESSION_IDENTITY).sort_index()
+    if indexed.index.has_duplicates:
+        repeated = indexed.index[indexed.index.duplicated()][0]
+        raise ReportInputError(f"{path}: strategy {strategy!r} has more than one row for session "
+                               f"{dict(zip(SESSION_IDENTITY, map(str, repeated), strict=True))}: cannot pair sessions")
+    return indexed
+
+
+def _sessions_of(frame: pd.DataFrame) -> pd.MultiIndex:
+    return pd.MultiIndex.from_frame(frame[SESSION_IDENTITY]).unique()
 
 
 def _names(names: set[str], limit: int = 5) -> str:
@@ -214,29 +393,39 @@ def compare(run_a: str | Path, run_b: str | Path, metrics: Sequence[str] | None 
     """The library form of ``ctxbench compare``: see the module docstring. Both run directories are
     checked and their tables verified first (:func:`reports.inputs.open_run_dir`); two runs without a
     strategy in common have nothing to compare (a ReportInputError). A run compared with itself is
-    allowed: every difference is zero."""
+    allowed: every difference is zero, with a zero-width interval."""
     thresholds = tuple(t if isinstance(t, Threshold) else parse_threshold(t) for t in fail_on)
     chosen = parse_metrics(metrics)
     chosen += [t.metric for t in thresholds if t.metric not in chosen]
     open_a, open_b = open_run_dir(run_a), open_run_dir(run_b)
     path_a, path_b = open_a.path, open_b.path
-    sessions_a, sessions_b = open_a.sessions(STATS_COLUMNS), open_b.sessions(STATS_COLUMNS)
+    sessions_a, sessions_b = open_a.sessions(COMPARE_COLUMNS), open_b.sessions(COMPARE_COLUMNS)
     names_a, names_b = set(map(str, sessions_a["strategy"])), set(map(str, sessions_b["strategy"]))
     if not names_a & names_b:
         raise ReportInputError(f"{path_a} and {path_b} have no strategy in common (A: {_names(names_a)}; "
                                f"B: {_names(names_b)}): nothing to compare")
+    keys_a, keys_b = _sessions_of(sessions_a), _sessions_of(sessions_b)
+    shared = len(keys_a.intersection(keys_b))
+    pairing = Pairing(shared=shared, only_a=len(keys_a) - shared, only_b=len(keys_b) - shared)
     strategies = sorted(names_a & names_b) + sorted(names_a ^ names_b)
     groups_a = {str(k): g for k, g in sessions_a.groupby("strategy")}
     groups_b = {str(k): g for k, g in sessions_b.groupby("strategy")}
     empty = sessions_a.iloc[0:0]
-    rows = [_row(METRICS[name], s, groups_a.get(s, empty), groups_b.get(s, empty), resamples=resamples, seed=seed)
-            for name in chosen for s in strategies]
-    columns = ["metric", "strategy", "n_a", "n_b", "a", "a_low", "a_high", "b", "b_low", "b_high", "diff", "ci_low",
-               "ci_high", "excludes_zero"]
-    table = pd.DataFrame(rows, columns=columns)
-    breaches = []
-    for t in thresholds:
-        for _, r in table[table["metric"] == t.metric].iterrows():
-            if t.crossed(float(r["a"]), float(r["diff"])):
-                breaches.append(Breach(t, str(r["strategy"]), float(r["a"]), float(r["b"]), float(r["diff"])))
-    return CompareResult(path_a, path_b, table, thresholds, tuple(breaches))
+    # Per strategy: its rows in each run, and the sessions both ran (none when the runs are unpaired).
+    compared: list[tuple[str, pd.DataFrame, pd.DataFrame, pd.Index]] = []
+    for strategy in strategies:
+        a, b = groups_a.get(strategy, empty), groups_b.get(strategy, empty)
+        common: pd.Index = pd.Index([])
+        if pairing.paired and len(a) and len(b):
+            a, b = _by_session(a, path_a, strategy), _by_session(b, path_b, strategy)
+            common = a.index.intersection(b.index)
+        compared.append((strategy, a, b, common))
+    rows = [_paired_row(METRICS[name], strategy, a.loc[common], b.loc[common], resamples=resamples, seed=seed)
+            if len(common) else _unpaired_row(METRICS[name], strategy, a, b, resamples=resamples, seed=seed)
+            for name in chosen for strategy, a, b, common in compared]
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    breaches = [Breach(t, str(r["strategy"]), float(r["a"]), float(r["b"]), float(r["diff"]), float(r["ci_low"]),
+                       float(r["ci_high"]), t.bound(r))
+                for t in thresholds for _, r in table[table["metric"] == t.metric].iterrows() if t.trips(r)]
+    return CompareResult(path_a, path_b, table, pairing, thresholds, tuple(breaches),
+                         run_id_a=open_a.run_id, run_id_b=open_b.run_id)

@@ -1,5 +1,9 @@
 """The summary a run prints at its end: per strategy, the headline metrics with their 95% bootstrap
-confidence intervals (as text for people, as records for ``--json``)."""
+confidence intervals (as text for people, as records for ``--json``).
+
+Its column names and record keys are the keys of ``reports.stats.METRICS``, the names the report and
+``ctxbench compare --metric`` use, so a number seen here can be gated on under the same name.
+"""
 
 from __future__ import annotations
 
@@ -7,44 +11,45 @@ from typing import Any
 
 import pandas as pd
 
-from reports.stats import headline
+from reports.stats import METRICS, headline
+from reports.tables import format_interval, format_value
 
-#: Printed column -> headline metric, in the order a reader scans them.
-COLUMNS: dict[str, str] = {
-    "success_rate": "success_rate",
-    "context_tokens_mean": "context_tokens_mean",
-    "tool_syntax_error_rate": "tool_syntax_error_rate",
-    "loop_rate": "loop_rate",
-    "latency_s_mean": "latency_mean",
-    "latency_s_p95": "latency_p95",
-    "cost_usd_per_session": "cost_per_session",
-}
+#: The metrics the summary prints, in the order a reader scans them; each is a key of METRICS.
+SUMMARY_METRICS: tuple[str, ...] = (
+    "success_rate",
+    "context_tokens_mean",
+    "tool_syntax_error_rate",
+    "loop_rate",
+    "latency_mean",
+    "latency_p95",
+    "cost_per_session",
+)
+# A name outside METRICS would print a number nothing else can find (compare, the report): our bug.
+assert set(SUMMARY_METRICS) <= set(METRICS), set(SUMMARY_METRICS) - set(METRICS)
 #: Fewer resamples than the report: the summary is a first look, printed on every run.
 SUMMARY_RESAMPLES = 1000
 
 
 def summary_records(sessions: pd.DataFrame) -> list[dict[str, Any]]:
-    """One record per strategy: sessions, each metric's value, and ``<metric>_ci`` = [low, high]."""
+    """One record per strategy: sessions, each metric's value under its METRICS name, and
+    ``<metric>_ci`` = [low, high]; strategies by success rate, best first."""
     stats = headline(sessions, resamples=SUMMARY_RESAMPLES).set_index(["strategy", "metric"])
     counts = sessions.groupby("strategy").size()
     records = []
     for strategy in sorted(counts.index):
         record: dict[str, Any] = {"strategy": str(strategy), "sessions": int(counts[strategy])}
-        for column, metric in COLUMNS.items():
-            row = stats.loc[(strategy, metric)]
-            record[column] = float(row["value"])
-            record[f"{column}_ci"] = [float(row["ci_low"]), float(row["ci_high"])]
+        for name in SUMMARY_METRICS:
+            row = stats.loc[(strategy, name)]
+            record[name] = float(row["value"])
+            record[f"{name}_ci"] = [float(row["ci_low"]), float(row["ci_high"])]
         records.append(record)
     return sorted(records, key=lambda r: (-r["success_rate"], r["strategy"]))
 
 
-def _cell(value: float, ci: list[float], column: str) -> str:
-    low, high = ci
-    if column.endswith("_rate"):
-        return f"{value:.1%} [{low:.1%}, {high:.1%}]"
-    if column.startswith("cost"):
-        return f"{value:.3f} [{low:.3f}, {high:.3f}]"
-    return f"{value:,.0f} [{low:,.0f}, {high:,.0f}]"
+def _cell(name: str, value: float, ci: list[float]) -> str:
+    """``value [low, high]``, written as the report and compare write the metric."""
+    metric = METRICS[name]
+    return f"{format_value(metric, value)} {format_interval(metric, *ci)}"
 
 
 def summary_text(sessions: pd.DataFrame) -> str:
@@ -52,5 +57,5 @@ def summary_text(sessions: pd.DataFrame) -> str:
     rows = []
     for r in summary_records(sessions):
         rows.append({"strategy": r["strategy"], "sessions": r["sessions"],
-                     **{c: _cell(r[c], r[f"{c}_ci"], c) for c in COLUMNS}})
+                     **{name: _cell(name, r[name], r[f"{name}_ci"]) for name in SUMMARY_METRICS}})
     return pd.DataFrame(rows).set_index("strategy").to_string() + "\n(values with 95% bootstrap CIs)"

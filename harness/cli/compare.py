@@ -1,5 +1,6 @@
-"""``ctxbench compare``: compare two runs per metric and strategy (`reports.compare.compare`); exit 1
-when a ``--fail-on`` threshold is crossed, so CI can gate on it.
+"""``ctxbench compare``: compare two runs per metric and strategy (`reports.compare.compare`), paired
+over the sessions both ran; exit 1 when a ``--fail-on`` regression is established (the CI bound in the
+failing direction is beyond the threshold), so CI can gate on it.
 """
 
 from __future__ import annotations
@@ -14,14 +15,24 @@ from harness.cli.flags import Subparsers
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench compare``."""
-    comp = subparsers.add_parser("compare", help="compare two runs per metric and strategy; gate on thresholds")
+    comp = subparsers.add_parser(
+        "compare", help="compare two runs per metric and strategy; gate on thresholds",
+        description="Compare run B with run A per metric and strategy: A, B and B - A with a 95% bootstrap CI. "
+                    "Sessions both runs ran (same scenario, session_index and seed) are paired: B - A is over those "
+                    "sessions and one resample serves both runs, so a run compared with itself shows 0 [0, 0]. Runs "
+                    "that share no session (other seeds) are compared unpaired; the output says which.")
     comp.add_argument("run_a")
     comp.add_argument("run_b")
     comp.add_argument("--metric", action="append", default=[],
-                      help="metric to show (repeatable or comma-separated; default: every headline metric)")
+                      help="metric to show, a name from `ctxbench run`'s summary or the report (repeatable or "
+                           "comma-separated; default: every headline metric)")
     comp.add_argument("--fail-on", action="append", default=[], metavar="METRIC:THRESHOLD",
-                      help="exit 1 when B - A crosses it: +2pp (rates), +5%% (relative), +1000 (units); the sign is "
-                           "the direction that fails (repeatable)")
+                      help="exit 1 when a regression is established beyond the threshold. The sign is the "
+                           "direction that fails, and the gate reads the 95%% CI bound of B - A in that direction, "
+                           "not the point estimate: +T fails only when the LOWER bound is above +T, -T only when the "
+                           "UPPER bound is below -T. T in pp (rates, percentage points: loop_rate:+2pp), %% (relative, "
+                           "the bound of (B - A) / A: context_tokens_mean:+5%%) or the metric's unit "
+                           "(input_tokens:+1000); repeatable")
     comp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     comp.set_defaults(func=handle)
 
@@ -44,7 +55,8 @@ def handle(args: argparse.Namespace) -> int:
         print(result.to_text(), end="")
     if result.failed:
         failed = dict.fromkeys(b.threshold.text for b in result.breaches)
-        print(f"ctxbench: compare: gate failed: {', '.join(failed)} ({len(result.breaches)} strategy rows crossed)",
+        print(f"ctxbench: compare: gate failed: {', '.join(failed)} (the 95% CI bound in the failing direction is "
+              f"beyond the threshold for {len(result.breaches)} strategy row{'s' if len(result.breaches) > 1 else ''})",
               file=sys.stderr)
         return 1
     return 0

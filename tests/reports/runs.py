@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +30,11 @@ def replace_table(run_dir: Path, name: str, frame: pd.DataFrame) -> None:
     manifest = Manifest.read(run_dir)
     manifest.model_copy(update={"sha256": manifest.sha256 | {name: file_sha256(path)},
                                 "rows": manifest.rows | {name: len(frame)}}).write(run_dir)
+
+
+def edited_copy(run_dir: Path, dest: Path, edit: Callable[[pd.DataFrame], pd.DataFrame]) -> Path:
+    """A copy of ``run_dir`` at ``dest`` whose sessions table is ``edit`` of the original's (checksums
+    kept true by :func:`replace_table`): run B of a compare test, with known changes."""
+    shutil.copytree(run_dir, dest)
+    replace_table(dest, "sessions.parquet", edit(pd.read_parquet(dest / "sessions.parquet")))
+    return dest
