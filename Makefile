@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test bench benchmarks lint typecheck clean
+.PHONY: setup test test-deep bench benchmarks lint typecheck clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ctxbench needs Python >= 3.11 (set PYTHON=...)")'
@@ -29,6 +29,11 @@ typecheck: setup
 
 test: lint typecheck
 	$(BIN)/python -m pytest
+
+# Random exploration of the property tests (many more examples, random, with the example database):
+# not part of `make test`, whose examples are the same on every machine.
+test-deep: setup
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/properties -q
 
 bench: setup
 	$(BIN)/ctxbench run examples/default.toml --out runs/default
