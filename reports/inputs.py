@@ -36,8 +36,10 @@ __all__ = [
     "STATS_COLUMNS",
     "OpenRun",
     "ReportInputError",
+    "RunEntry",
     "check_formats",
     "check_run_dir",
+    "list_runs",
     "open_run_dir",
     "read_manifest",
     "read_table",
@@ -224,3 +226,47 @@ def open_run_dir(run_dir: str | Path) -> OpenRun:
     except TableCheckError as error:
         raise ReportInputError(_one_line(error)) from None
     return OpenRun(path, manifest)
+
+
+@dataclass(frozen=True, slots=True)
+class RunEntry:
+    """One run directory found by :func:`list_runs`: where it is, whether it is finished, and what the
+    manifest says about it (None where there is no readable manifest)."""
+
+    path: Path
+    #: ``finished``, ``unfinished`` (a config.toml, no manifest yet: resumable) or ``damaged: <why>``.
+    state: str
+    session_rows: int | None = None
+    strategies: int | None = None
+    model: str | None = None
+    shard: str | None = None
+    merged: bool = False
+    finished: str | None = None
+    config_hash: str | None = None
+
+
+def list_runs(folder: str | Path) -> list[RunEntry]:
+    """The run directories directly under ``folder`` (those holding a config.toml or a manifest.json),
+    by name; each checked as the report would check it, without reading its tables. ReportInputError
+    when ``folder`` is not a directory."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ReportInputError(f"{root}: {'no such directory' if not root.exists() else 'not a directory'}")
+    entries = []
+    for path in sorted(p for p in root.iterdir() if p.is_dir()):
+        if not ((path / CONFIG_FILE).exists() or (path / MANIFEST_FILE).exists()):
+            continue
+        if not (path / MANIFEST_FILE).exists():
+            entries.append(RunEntry(path, "unfinished"))
+            continue
+        try:
+            manifest = read_manifest(path)
+            verify_tables(path, manifest)
+        except (ReportInputError, TableCheckError) as e:
+            entries.append(RunEntry(path, f"damaged: {str(e).removeprefix(f'{path}/').split('; ')[0]}"))
+            continue
+        entries.append(RunEntry(
+            path, "finished", session_rows=manifest.rows.get(SESSIONS_TABLE),
+            strategies=len(manifest.strategy_order()) or None, model=manifest.model_name, shard=manifest.shard,
+            merged=manifest.merged_from is not None, finished=manifest.finished, config_hash=manifest.config_hash))
+    return entries

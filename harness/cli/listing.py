@@ -1,23 +1,32 @@
 """``ctxbench list``: the registered strategies, scenarios or model profiles, one line each (the first
-line of a strategy's or scenario's docstring, a profile's window, recall, error base and prices).
+line of a strategy's or scenario's docstring, a profile's window, recall, error base and prices), or
+the run directories under a folder (`reports.inputs.list_runs`).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench list``."""
-    lister = subparsers.add_parser("list", help="list registered strategies or scenarios")
-    lister.add_argument("what", choices=["strategies", "scenarios", "models"])
+    lister = subparsers.add_parser("list", help="list registered strategies, scenarios or models, or the run "
+                                                "directories under a folder")
+    lister.add_argument("what", choices=["strategies", "scenarios", "models", "runs"])
+    lister.add_argument("folder", nargs="?", default=None,
+                        help="with `runs`: the folder to look in (default: runs)")
     lister.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Print the asked registry as an aligned two-column listing."""
+    """Print the asked registry (or the runs) as an aligned two-column listing."""
+    if args.folder is not None and args.what != "runs":
+        raise UsageError(f"list {args.what}: takes no folder (only `list runs FOLDER` does)")
+    if args.what == "runs":
+        return list_runs(args.folder or "runs")
     if args.what == "strategies":
         import strategies
 
@@ -35,6 +44,31 @@ def handle(args: argparse.Namespace) -> int:
         p = profile(name)
         rows.append((name, f"window {p.window_tokens:,} tokens, recall half-length {p.L_half:,.0f}, "
                            f"malformed base {p.p_malformed_base:g}, ${p.price_in:g}/${p.price_out:g} per M in/out"))
+    print_listing(rows)
+    return 0
+
+
+def list_runs(folder: str) -> int:
+    """One line per run directory under ``folder``: its state, rows, strategies, model and when it finished."""
+    from reports.inputs import ReportInputError
+    from reports.inputs import list_runs as find_runs
+
+    try:
+        entries = find_runs(folder)
+    except ReportInputError as e:
+        raise UsageError(f"list runs: {e}") from None
+    if not entries:
+        print(f"no run directories under {folder}")
+        return 0
+    rows = []
+    for entry in entries:
+        if entry.state != "finished":
+            rows.append((str(entry.path), entry.state))
+            continue
+        kind = " (merged)" if entry.merged else f" (shard {entry.shard})" if entry.shard else ""
+        rows.append((str(entry.path), f"finished{kind}: {entry.session_rows or 0:,} session rows, "
+                                      f"{entry.strategies} strategies, model {entry.model}, {entry.finished}, "
+                                      f"config {str(entry.config_hash)[:12]}"))
     print_listing(rows)
     return 0
 

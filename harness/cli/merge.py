@@ -1,5 +1,5 @@
-"""``ctxbench merge``: join shard run directories into one run directory (`harness.run.store.merge`)
-and print its summary.
+"""``ctxbench merge``: join shard run directories into one run directory (`harness.run.store.merge`),
+print its summary and write its report, as ``ctxbench run`` does.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers
-from harness.cli.run import print_summary
+from harness.cli.run import print_summary, write_run_report
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -19,6 +19,9 @@ def add_parser(subparsers: Subparsers) -> None:
     merge.add_argument("runs", nargs="+")
     merge.add_argument("--partial", action="store_true",
                        help="merge even when batches of the plan are in none of the inputs (a shard missing)")
+    merge.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
+    merge.add_argument("--quiet", action="store_true", help="no report line on stderr")
+    merge.add_argument("--json", action="store_true", help="print the run's metadata and summary as JSON")
     merge.set_defaults(func=handle)
 
 
@@ -30,5 +33,7 @@ def handle(args: argparse.Namespace) -> int:
         if not Path(d).is_dir():
             raise UsageError(f"merge: {d} is not a directory")
     summary = merge(Path(args.out_dir), [Path(d) for d in args.runs], partial=args.partial)
-    print_summary(summary.sessions, False)
+    print_summary(summary, args.json)
+    if not args.no_report:
+        write_run_report(summary, quiet=args.quiet)
     return 1 if summary.errors else 0

@@ -9,15 +9,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers, add_run_flags, load_run_config, shard
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from harness.run.config import RunConfig
+    from harness.run.store import RunSummary
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -50,13 +49,9 @@ def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -
         print(f"ctxbench run: {out} ({total} session rows, {summary.batches_run} batches run, "
               f"{summary.batches_skipped} resumed; {summary.wall_s:.1f} s, "
               f"{total / summary.wall_s if summary.wall_s > 0 else 0:.1f} session rows/s)")
-    print_summary(summary.sessions, args.json)
-    if not args.no_report and not summary.sessions.empty:
-        from reports.render import write_report
-
-        written = write_report(out)
-        if not args.quiet:
-            print(f"ctxbench: report: {', '.join(str(p) for p in written)}", file=sys.stderr)
+    print_summary(summary, args.json)
+    if not args.no_report:
+        write_run_report(summary, quiet=args.quiet)
     if summary.errors:
         print(f"ctxbench: {summary.errors} sessions failed with outcome 'error' (see the error column)",
               file=sys.stderr)
@@ -70,11 +65,44 @@ def print_note(line: str) -> None:
     print(f"ctxbench: note: {line}", file=sys.stderr)
 
 
-def print_summary(sessions: pd.DataFrame, as_json: bool) -> None:
-    """The summary table of a run's sessions on stdout, or its records as JSON."""
+def write_run_report(summary: RunSummary, *, quiet: bool) -> None:
+    """Write the report of a run or merge that has sessions, and say where on stderr (unless quiet)."""
+    if summary.sessions.empty:
+        return
+    from reports.render import write_report
+
+    written = write_report(summary.out_dir)
+    if not quiet:
+        print(f"ctxbench: report: {', '.join(str(p) for p in written)}", file=sys.stderr)
+
+
+def run_metadata(summary: RunSummary) -> dict[str, Any]:
+    """What ``--json`` says about the run besides its summary: where it is, what made it, what this
+    command did (batches run and resumed, seconds)."""
+    from harness.core.rundir import Manifest
+
+    manifest = Manifest.read(summary.out_dir)
+    return {
+        "run_dir": str(summary.out_dir), "run_id": manifest.run_id, "config_hash": manifest.config_hash,
+        "ctxbench_version": manifest.ctxbench_version, "git_sha": manifest.git_sha, "model": manifest.model_name,
+        "root_seed": manifest.root_seed, "shard": manifest.shard, "merged_from": manifest.merged_from,
+        "started": manifest.started, "finished": manifest.finished, "rows": manifest.rows,
+        "batches_run": summary.batches_run, "batches_resumed": summary.batches_skipped,
+        "sessions_errored": summary.errors, "wall_s": round(summary.wall_s, 3),
+    }
+
+
+def print_summary(summary: RunSummary, as_json: bool) -> None:
+    """The summary table of a run's sessions on stdout, or, as JSON, ``{"run": <metadata>,
+    "strategies": [<one record per strategy>]}``."""
     from reports.summary import summary_records, summary_text
 
-    if sessions.empty:
-        print("[]" if as_json else "no sessions in this run (a shard without batches?)")
+    sessions = summary.sessions
+    if as_json:
+        records = summary_records(sessions) if not sessions.empty else []
+        print(json.dumps({"run": run_metadata(summary), "strategies": records}, indent=2))
         return
-    print(json.dumps(summary_records(sessions), indent=2) if as_json else summary_text(sessions))
+    if sessions.empty:
+        print("no sessions in this run (a shard without batches?)")
+        return
+    print(summary_text(sessions))

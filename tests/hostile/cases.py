@@ -645,62 +645,64 @@ add(
          damaged="run"),
 )
 
+#: merge without its report: these cases are about what merge accepts, and a report costs seconds.
+MERGE = ("merge", "--no-report")
 SHARDS = (Op("copy", "s1", "shard1"), Op("copy", "s2", "shard2"))
 for _target in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet", "part", "parts"):
     for _how in DAMAGES:
-        add(Case(f"merge-{_target}-{_how}", "merge", ("merge", "out", "s1", "s2"),
+        add(Case(f"merge-{_target}-{_how}", "merge", (*MERGE, "out", "s1", "s2"),
                  (*SHARDS, damage("s2", _target, _how)), REFUSE_OR_IDENTICAL, (TARGET_NAME[_target],),
                  out="out", damaged="s2", identical="out"))
 add(
-    Case("merge-clean", "merge", ("merge", "out", "s1", "s2"), SHARDS, OK, out="out", identical="out"),
-    Case("merge-shard-given-twice", "merge", ("merge", "out", "s1", "s1"), SHARDS, REFUSE_OR_IDENTICAL, ("s1",),
+    Case("merge-clean", "merge", (*MERGE, "out", "s1", "s2"), SHARDS, OK, out="out", identical="out"),
+    Case("merge-shard-given-twice", "merge", (*MERGE, "out", "s1", "s1"), SHARDS, REFUSE_OR_IDENTICAL, ("s1",),
          out="out", identical="out"),
-    Case("merge-shard-given-twice-with-the-other", "merge", ("merge", "out", "s1", "s1", "s2"), SHARDS,
+    Case("merge-shard-given-twice-with-the-other", "merge", (*MERGE, "out", "s1", "s1", "s2"), SHARDS,
          REFUSE_OR_IDENTICAL, ("s1",), out="out", identical="out"),
-    Case("merge-one-shard-missing", "merge", ("merge", "out", "s1"), SHARDS, REFUSE_OR_IDENTICAL, (), out="out",
+    Case("merge-one-shard-missing", "merge", (*MERGE, "out", "s1"), SHARDS, REFUSE_OR_IDENTICAL, (), out="out",
          identical="out"),
-    Case("merge-different-configs", "merge", ("merge", "out", "s1", "other"), (*SHARDS, Op("copy", "other", "other")),
+    Case("merge-different-configs", "merge", (*MERGE, "out", "s1", "other"), (*SHARDS, Op("copy", "other", "other")),
          USAGE, (), out="out"),
-    Case("merge-parts-disagree", "merge", ("merge", "out", "s1", "s2", "s2x"),
+    Case("merge-parts-disagree", "merge", (*MERGE, "out", "s1", "s2", "s2x"),
          (*SHARDS, Op("copy", "s2x", "shard2"), Op("alter_part", f"s2x/parts/{PART}", "intact")), USAGE, (BATCH,),
          out="out"),
-    Case("merge-parts-disagree-altered-first", "merge", ("merge", "out", "s1", "s2x", "s2"),
+    Case("merge-parts-disagree-altered-first", "merge", (*MERGE, "out", "s1", "s2x", "s2"),
          (*SHARDS, Op("copy", "s2x", "shard2"), Op("alter_part", f"s2x/parts/{PART}", "intact")), USAGE, (BATCH,),
          out="out"),
-    Case("merge-parts-disagree-tampered", "merge", ("merge", "out", "s1", "s2", "s2x"),
+    Case("merge-parts-disagree-tampered", "merge", (*MERGE, "out", "s1", "s2", "s2x"),
          (*SHARDS, Op("copy", "s2x", "shard2"), Op("alter_part", f"s2x/parts/{PART}", "tampered")),
          REFUSE_OR_IDENTICAL, (BATCH,), out="out", identical="out"),
-    Case("merge-parts-disagree-tampered-first", "merge", ("merge", "out", "s1", "s2x", "s2"),
+    Case("merge-parts-disagree-tampered-first", "merge", (*MERGE, "out", "s1", "s2x", "s2"),
          (*SHARDS, Op("copy", "s2x", "shard2"), Op("alter_part", f"s2x/parts/{PART}", "tampered")),
          REFUSE_OR_IDENTICAL, (BATCH,), out="out", identical="out"),
-    Case("merge-non-run-dir", "merge", ("merge", "out", "s1", "empty"), (*SHARDS, Op("mkdir", "empty")), USAGE,
+    Case("merge-non-run-dir", "merge", (*MERGE, "out", "s1", "empty"), (*SHARDS, Op("mkdir", "empty")), USAGE,
          ("empty",), out="out"),
-    Case("merge-missing-input", "merge", ("merge", "out", "s1", "nope"), SHARDS, USAGE, ("nope",), out="out"),
-    Case("merge-input-is-a-file", "merge", ("merge", "out", "s1", "afile"), (*SHARDS, write("afile", "x\n")), USAGE,
+    Case("merge-missing-input", "merge", (*MERGE, "out", "s1", "nope"), SHARDS, USAGE, ("nope",), out="out"),
+    Case("merge-input-is-a-file", "merge", (*MERGE, "out", "s1", "afile"), (*SHARDS, write("afile", "x\n")), USAGE,
          ("afile",), out="out"),
-    Case("merge-out-is-an-input", "merge", ("merge", "s1", "s1", "s2"), SHARDS, USAGE, ("s1",), damaged="s1"),
-    Case("merge-out-is-a-file", "merge", ("merge", "afile", "s1", "s2"), (*SHARDS, write("afile", "keep me\n")), USAGE,
+    Case("merge-out-is-an-input", "merge", (*MERGE, "s1", "s1", "s2"), SHARDS, USAGE, ("s1",), damaged="s1"),
+    Case("merge-out-is-a-file", "merge", (*MERGE, "afile", "s1", "s2"), (*SHARDS, write("afile", "keep me\n")), USAGE,
          ("afile",), out="afile"),
-    Case("merge-out-through-a-file", "merge", ("merge", "afile/out", "s1", "s2"), (*SHARDS, write("afile", "keep\n")),
+    Case("merge-out-through-a-file", "merge", (*MERGE, "afile/out", "s1", "s2"), (*SHARDS, write("afile", "keep\n")),
          USAGE, ("afile",), out="afile"),
-    Case("merge-out-is-another-configs-run", "merge", ("merge", "other", "s1", "s2"),
+    Case("merge-out-is-another-configs-run", "merge", (*MERGE, "other", "s1", "s2"),
          (*SHARDS, Op("copy", "other", "other")), USAGE, ("other",), damaged="other"),
-    Case("merge-with-the-good-run", "merge", ("merge", "out", "{good}", "s1"), SHARDS, REFUSE_OR_IDENTICAL, (),
+    Case("merge-with-the-good-run", "merge", (*MERGE, "out", "{good}", "s1"), SHARDS, REFUSE_OR_IDENTICAL, (),
          out="out", identical="out"),
 )
 
 COMPACT_SHARDS = (Op("copy", "s1", "compact1"), Op("copy", "s2", "compact2"))
 add(
-    Case("merge-clean-compacted", "merge", ("merge", "out", "s1", "s2"), COMPACT_SHARDS, OK, out="out",
+    Case("merge-clean-compacted", "merge", (*MERGE, "out", "s1", "s2"), COMPACT_SHARDS, OK, out="out",
          identical="out"),
-    Case("merge-compacted-and-kept-parts", "merge", ("merge", "out", "s1", "s2"),
+    Case("merge-compacted-and-kept-parts", "merge", (*MERGE, "out", "s1", "s2"),
          (Op("copy", "s1", "compact1"), Op("copy", "s2", "shard2")), OK, out="out", identical="out"),
-    Case("merge-compacted-shard-given-twice", "merge", ("merge", "out", "s1", "s2", "s1x"),
+    Case("merge-compacted-shard-given-twice", "merge", (*MERGE, "out", "s1", "s2", "s1x"),
          (*COMPACT_SHARDS, Op("copy", "s1x", "compact1")), USAGE, ("s1x",), out="out"),
 )
 for _target in ("manifest.json", "sessions.parquet", "calls.parquet"):
     for _how in DAMAGES:
-        add(Case(f"merge-compacted-{_target}-{_how}", "merge", ("merge", "out", "s1", "s2"),
+        add(Case(f"merge-compacted-{_target}-{_how}", "merge", (*MERGE, "out", "s1", "s2"),
                  (*COMPACT_SHARDS, damage("s2", _target, _how)), REFUSE_OR_IDENTICAL, (TARGET_NAME[_target],),
                  out="out", damaged="s2", identical="out"))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import scenarios
 import strategies
 from harness.sim.profiles import PROFILE_NAMES
@@ -34,3 +36,32 @@ def test_list_models_prints_every_profile_with_its_window(tmp_path: Path) -> Non
     lines = result.stdout.strip().splitlines()
     assert tuple(line.split()[0] for line in lines) == PROFILE_NAMES
     assert "window 200,000 tokens" in lines[PROFILE_NAMES.index("frontier")]
+
+
+def test_list_runs_names_each_run_directory_with_its_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+    from harness.run.config import RunConfig
+    from harness.run.runner import run
+
+    config = RunConfig(sessions=2, executor="serial", scenarios=[{"name": "log_triage", "turns": 20}],
+                       strategies=[{"name": "unbounded"}])
+    run(config, tmp_path / "done", quiet=True)
+    run(config, tmp_path / "broken", quiet=True)
+    (tmp_path / "broken" / "sessions.parquet").write_bytes(b"")
+    (tmp_path / "started").mkdir()
+    (tmp_path / "started" / "config.toml").write_text("")
+    (tmp_path / "not-a-run").mkdir()
+    assert main(["list", "runs", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [str(tmp_path / n) for n in ("broken", "done", "started")]
+    assert "damaged: sessions.parquet: changed after the run" in lines[0]
+    assert "finished: 2 session rows, 1 strategies, model frontier" in lines[1]
+    assert lines[2].endswith("unfinished")
+
+
+def test_list_runs_of_a_missing_folder_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    assert main(["list", "runs", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"ctxbench: error: list runs: {tmp_path / 'nope'}: "
+                                                            "no such directory"]

@@ -165,7 +165,7 @@ def test_validation_quick_never_writes_over_the_shipped_document_by_default(
     seen: dict[str, str] = {}
 
     class Result:
-        checks: list[object] = []
+        checks: tuple[object, ...] = ()
         hard_failures = 0
 
     monkeypatch.chdir(tmp_path)

@@ -60,7 +60,12 @@ def test_run_json_prints_a_parseable_summary(tmp_path: Path) -> None:
     write_config(tmp_path, TINY)
     result = ctxbench("run", "tiny.toml", "--out", "out", "--json", "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    records = json.loads(result.stdout)
+    printed = json.loads(result.stdout)
+    meta = printed["run"]
+    assert meta["run_dir"] == "out" and meta["run_id"] == "out" and len(meta["config_hash"]) == 64
+    assert (meta["batches_run"], meta["batches_resumed"], meta["sessions_errored"]) == (2, 0, 0)
+    assert meta["model"] == "frontier" and meta["rows"]["sessions.parquet"] == 8
+    records = printed["strategies"]
     assert sorted(r["strategy"] for r in records) == ["sw20", "unbounded"]
     assert all(r["sessions"] == 4 for r in records)
     for r in records:
