@@ -83,11 +83,6 @@ class Summarize(ContextStrategy):
     def _core(self, ctx: Context, k: int) -> None:
         window = ctx.messages
         k = adjust_split_point_for_tool_pairs(window, k)
-        if k == len(window) and window and window[-1].has_use:
-            # A call still open at the end must stay after the summary, or the summary (a user
-            # message) would answer it without its results (only the turn trigger with
-            # keep_turns=0 reaches k == len).
-            k -= 1
         if not self._pinned_once:
             self._pinned_once = True
             apply_pin_first(window, self.params.pin_first)
@@ -119,7 +114,14 @@ class Summarize(ContextStrategy):
         m_keep = self.params.keep_turns
         if turns_since_summary(ctx.messages) < n_turns + m_keep:
             return
-        k = assistant_indices(ctx.messages)[-m_keep] if m_keep else len(ctx.messages)
+        window = ctx.messages
+        k = assistant_indices(window)[-m_keep] if m_keep else len(window)
+        if k == len(window) and window[-1].has_use:
+            # keep_turns=0 only: a call still open at the end stays after the summary, or a pinned
+            # one would be followed by the (user) summary instead of its results. This guard
+            # belongs here, not in _core: reduce reaches k == len too (n = 1, q = 0), and there
+            # 3.4 and strands summarize that message.
+            k -= 1
         try:
             self._core(ctx, k)
         except CannotReduce:

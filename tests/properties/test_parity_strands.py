@@ -33,7 +33,7 @@ import pytest
 logging.disable(logging.CRITICAL)
 pytest.importorskip("strands")
 
-from hypothesis import event, find, given, note, settings  # noqa: E402
+from hypothesis import event, example, find, given, note, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 from strands.agent.conversation_manager import (  # noqa: E402
@@ -359,7 +359,13 @@ def test_before_call_per_turn_matches_strands(
 # summarize ---------------------------------------------------------------------------------------
 
 
+#: Shrunk counterexample (deep profile): one message holding an open call, q = 0, so k0 = n = 1. strands
+#: summarizes it; ours moved k back to 0 (a guard meant for the turn trigger only) and raised "all pinned".
+ONE_OPEN_CALL = [{"role": "user", "content": [use_block("mu1", "read_file", 0)]}]
+
+
 @given(histories(), RATIO, PRESERVE, PIN_FIRST)
+@example(inp=ONE_OPEN_CALL, ratio=0.0, preserve=0, pin_first=None)
 def test_summarize_split_matches_strands(
     inp: list[Converse], ratio: float, preserve: int, pin_first: int | None
 ) -> None:
@@ -394,6 +400,7 @@ def test_summarize_split_matches_strands(
 
 
 @given(histories(), RATIO, PRESERVE, PIN_FIRST)
+@example(inp=ONE_OPEN_CALL, ratio=0.0, preserve=0, pin_first=None)
 def test_summarize_reduce_reactive_matches_strands(
     inp: list[Converse], ratio: float, preserve: int, pin_first: int | None
 ) -> None:
