@@ -36,7 +36,7 @@ from reports.decision import (
 from reports.inputs import FORMATS, OpenRun, ReportInputError, check_formats, check_run_dir, open_run_dir
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
 from reports.outcomes import OutcomeHits, explain_outcomes
-from reports.outputs import Png, write_files
+from reports.outputs import Png, check_targets, write_files
 from reports.stats import METRICS, Metric
 from reports.tables import WILSON_MARK, Cell, Table, format_diff, format_interval, format_value, interval_cell, is_share
 
@@ -189,11 +189,13 @@ def _token_budgets(manifest: Manifest) -> dict[str, int]:
 
 
 def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
-            plots_dir: Path | None = None) -> ReportData:
+            plots_dir: Path | None = None, log: Callable[[str], None] | None = None) -> ReportData:
     """Everything the report shows: tables and statistics computed, plots drawn as PNGs bound for
     ``plots_dir`` (no plots when it is None or the run has no sessions). Reads only: nothing is written.
     A damaged input, or a ``baseline`` the run does not have, is a ReportInputError
-    (:func:`reports.inputs.open_run_dir`, :func:`choose_baseline`)."""
+    (:func:`reports.inputs.open_run_dir`, :func:`choose_baseline`). ``log`` hears each stage as it
+    starts (the bootstrap of a large run takes a while)."""
+    say = log or (lambda _: None)
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
     path, manifest, run_id = run.path, run.manifest, run.run_id
     config_text = run.config_text()
@@ -204,7 +206,9 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
         empty = pd.DataFrame()
         return ReportData(path, run_id, manifest, config_text, sessions, strategies, chosen, note, empty, empty, empty,
                           empty, empty, {})
+    say(f"bootstrap intervals of {len(sessions):,} session rows x {len(stats.METRICS)} metrics")
     head = stats.headline(sessions)
+    say(f"paired differences against {chosen}")
     pair = stats.paired(sessions, chosen) if len(strategies) > 1 else pd.DataFrame()
     # Imported here, as draw_plots below: they load matplotlib, which `ctxbench compare` (it imports this
     # module's checks) does not need.
@@ -216,6 +220,7 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     if plots_dir is not None:
         from reports.plots import draw_plots
 
+        say("drawing the plots")
         calls = run.calls()
         plot_sessions, plot_head = sessions, head
         if sweep:
@@ -224,6 +229,7 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
             calls = _only(calls, shown) if "strategy" in calls.columns else calls
         plots = {name: Png(plots_dir / f"{name}.png", png)
                  for name, png in draw_plots(plot_sessions, calls, headline=plot_head).items()}
+    say("the decision: best and tied strategies per goal")
     return ReportData(
         run_dir=path, run_id=run_id, manifest=manifest, config_text=config_text,
         sessions=sessions, strategies=strategies, baseline=chosen, baseline_note=note, headline=head,
@@ -786,7 +792,8 @@ def render_markdown(data: ReportData) -> str:
     return "\n".join(out)
 
 
-def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str | None = None) -> list[Path]:
+def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str | None = None,
+                 log: Callable[[str], None] | None = None) -> list[Path]:
     """Write ``plots/*.png`` and the chosen formats (``report.html``, ``report.md``) into ``run_dir``;
     returns the report files written. ``baseline`` is the strategy the paired differences are against
     (:func:`choose_baseline`: one the run does not have is a ReportInputError). A sweep run also gets
@@ -795,10 +802,17 @@ def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, basel
 
     Every input is checked and every file drawn before the first is written, and the files are
     written as one set (:func:`reports.outputs.write_files`): a ReportInputError leaves the run
-    directory as it was."""
+    directory as it was. ``log`` hears each stage as it starts."""
     chosen = check_formats(formats)
     run = open_run_dir(run_dir)
-    data = collect(run, baseline=baseline, plots_dir=run.path / PLOTS_DIR)
+    # The outputs in the way are found before the work, not after the bootstrap and the plots.
+    pages_asked = {"html": REPORT_HTML, "md": REPORT_MD}
+    from reports.plots import PLOT_NAMES  # loads matplotlib, as the drawing does anyway
+
+    check_targets(run.path, [run.path / pages_asked[f] for f in chosen]
+                  + [run.path / PLOTS_DIR / f"{name}.png" for name in PLOT_NAMES])
+    say = log or (lambda _: None)
+    data = collect(run, baseline=baseline, plots_dir=run.path / PLOTS_DIR, log=log)
     files = {png.path: png.data for png in data.plots.values()}
     pages = []
     if "html" in chosen:
@@ -811,8 +825,10 @@ def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, basel
         # Imported here: see collect.
         from reports.sweep import sweep_files
 
+        say("the sweep page")
         sweep_pages, sweep_plots = sweep_files(run, chosen, sessions=data.sessions, headline=data.headline)
         files = sweep_plots | files | sweep_pages  # every plot before every page
         pages += list(sweep_pages)
+    say(f"writing {len(files)} files")
     write_files(run.path, files)
     return pages

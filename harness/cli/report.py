@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from collections.abc import Callable
 
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers
@@ -21,7 +24,22 @@ def add_parser(subparsers: Subparsers) -> None:
     report.add_argument("--baseline", default=None,
                         help="strategy the paired differences are against (default: unbounded, or the run's first "
                              "strategy when it has no unbounded; an unknown name is an error)")
+    report.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     report.set_defaults(func=handle)
+
+
+def stage_printer(command: str, *, after_s: float = 1.0) -> Callable[[str], None]:
+    """A progress line per stage on stderr, with the seconds since the start: ``ctxbench: report: ...``.
+    Stages that start within ``after_s`` of the start are not shown: a small report stays silent, a
+    large one (its bootstrap takes minutes) shows where it is, on a terminal or in a log."""
+    started = time.monotonic()
+
+    def say(stage: str) -> None:
+        elapsed = time.monotonic() - started
+        if elapsed >= after_s:
+            print(f"ctxbench: {command}: {stage} ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+
+    return say
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -31,7 +49,8 @@ def handle(args: argparse.Namespace) -> int:
     try:
         # write_report checks the run directory, its manifest and tables, and every output path before
         # it writes anything: a failure leaves the directory as it was.
-        written = write_report(args.run_dir, check_formats(args.format.split(",")), baseline=args.baseline)
+        written = write_report(args.run_dir, check_formats(args.format.split(",")), baseline=args.baseline,
+                               log=None if args.quiet else stage_printer("report"))
     except ReportInputError as e:
         raise UsageError(f"report: {e}") from None
     for path in written:

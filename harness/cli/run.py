@@ -69,9 +69,10 @@ def write_run_report(summary: RunSummary, *, quiet: bool) -> None:
     """Write the report of a run or merge that has sessions, and say where on stderr (unless quiet)."""
     if summary.sessions.empty:
         return
+    from harness.cli.report import stage_printer
     from reports.render import write_report
 
-    written = write_report(summary.out_dir)
+    written = write_report(summary.out_dir, log=None if quiet else stage_printer("report"))
     if not quiet:
         print(f"ctxbench: report: {', '.join(str(p) for p in written)}", file=sys.stderr)
 

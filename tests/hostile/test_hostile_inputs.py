@@ -50,6 +50,8 @@ from tests.hostile.cases import (
 from tests.hostile.conftest import TABLES, Sources
 
 PROJECT = str(Path(__file__).resolve().parents[2])
+#: A file to append one JSON line per case to (id, family, expectation, exit code, problems), when set.
+TALLY_ENV = "CTXBENCH_HOSTILE_TALLY"
 #: Seconds a case may take before it counts as a hang.
 CASE_TIMEOUT_S = 120
 #: Well-formed files of the wrong kind, by file name (the parquet tables get each other's bytes).
@@ -346,6 +348,11 @@ def test_hostile_input(case: Case, sources: Sources, good_dir: Path, tmp_path: P
         if good_dir.exists() or good_dir.is_symlink():
             good_dir.unlink()
         shutil.copytree(sources.dirs["good"], good_dir, symlinks=True)
+    if tally := os.environ.get(TALLY_ENV):
+        # The counts a summary of the suite quotes (cases, clean refusals, tracebacks, ...) come from here.
+        with open(tally, "a") as f:
+            f.write(json.dumps({"id": case.id, "family": case.family, "expect": case.expect, "exit": code,
+                                "problems": problems}) + "\n")
     if problems:
         pytest.fail(f"ctxbench {' '.join(argv)[:300]}\n" + "\n".join(problems), pytrace=False)
 
