@@ -20,6 +20,7 @@ from harness.core.files import write_atomically
 __all__ = [
     "CALLS_TABLE",
     "CONFIG_FILE",
+    "EVENTS_TABLE",
     "MANIFEST_FILE",
     "PARTS_DIR",
     "PLOTS_DIR",
@@ -40,6 +41,9 @@ MANIFEST_FILE = "manifest.json"
 SESSIONS_TABLE = "sessions.parquet"
 #: One row per model call.
 CALLS_TABLE = "calls.parquet"
+#: The per-turn event log: one row per event (a call's context, a tool result, a compaction, a lost fact);
+#: absent when the run was made with ``events = false``.
+EVENTS_TABLE = "events.parquet"
 #: The append-only resume log: one ``<batch id>.jsonl`` per finished batch.
 PARTS_DIR = "parts"
 REPORT_HTML = "report.html"

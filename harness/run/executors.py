@@ -12,33 +12,52 @@ import os
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any
+from typing import Any, NamedTuple
 
 import scenarios
 import strategies
 from harness.core.crn import session_seed
 from harness.core.files import release_inherited_locks
 from harness.core.switches import Switches
+from harness.run.parts import EventLines
 from harness.run.plan import BatchTask, VariantSpec
 from harness.run.store import SESSION_COLUMNS, RunError
 from harness.sim.kernel import replay
 from harness.sim.profiles import Profile
 
-__all__ = ["EXECUTORS", "BatchResult", "check_executor", "check_scheduler", "run_batch"]
+__all__ = ["EXECUTORS", "BatchResult", "check_executor", "check_scheduler", "replay_batch", "run_batch"]
 
-#: (batch id, session rows, call rows) of one replayed batch.
-BatchResult = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
+
+class BatchResult(NamedTuple):
+    """The rows of one replayed batch, plain data for the parent to write as its part."""
+
+    batch_id: str
+    session_rows: list[dict[str, Any]]
+    call_rows: list[dict[str, Any]]
+    #: The per-turn event log's rows, encoded here in the worker (none when the run keeps no event log).
+    events: EventLines
+
 #: Batches in flight per worker on the process pool. Two keeps every worker busy while the parent
 #: writes a finished batch (one running, one queued); more would only add work that an interrupt
 #: loses (J).
 IN_FLIGHT_PER_WORKER = 2
 
 
-def run_batch(task: BatchTask) -> BatchResult:
-    """Replay every session of a batch under every variant: (batch id, session rows, call rows)."""
+def run_batch(task: BatchTask) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Replay every session of a batch under every variant: (batch id, session rows, call rows), the
+    two tables of `replay_batch` (whose event log it does not ask for)."""
+    result = replay_batch(task, events=False)
+    return result.batch_id, result.session_rows, result.call_rows
+
+
+def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
+    """Replay every session of a batch under every variant; the event log as the task says unless
+    ``events`` says otherwise."""
+    keep_events = task.events if events is None else events
     profiles = [Profile(**p) for p in task.profiles]
     session_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
+    event_rows: list[list[Any]] = []
     for planned in task.batch.sessions:
         scenario, params = task.scenarios[planned.scenario_index]
         seed = session_seed(task.root_seed, scenario, planned.session_index)
@@ -52,13 +71,14 @@ def run_batch(task: BatchTask) -> BatchResult:
             try:
                 result = replay(script, strategies.create(spec.name, **spec.params), profiles[spec.profile],
                                 switches=Switches(**spec.switches), scenario=scenario,
-                                session_index=planned.session_index, strategy_label=spec.label)
+                                session_index=planned.session_index, strategy_label=spec.label, events=keep_events)
             except Exception as e:  # the run goes on; the row says what failed (exit code 1)
                 session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e))
                 continue
             session_rows.append(result.record.as_row() | spec.tags)
             call_rows.extend(c.as_row() for c in result.calls)
-    return task.batch.id, session_rows, call_rows
+            event_rows.extend(result.event_rows)
+    return BatchResult(task.batch.id, session_rows, call_rows, EventLines.of(event_rows))
 
 
 def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseException) -> dict[str, Any]:
@@ -76,7 +96,7 @@ def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseE
 
 def _serial(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
     for task in tasks:
-        yield run_batch(task)
+        yield replay_batch(task)
 
 
 def _process(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
@@ -87,7 +107,7 @@ def _process(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> It
         queue = list(tasks)
         while queue or pending:
             while queue and len(pending) < IN_FLIGHT_PER_WORKER * workers:
-                pending.add(pool.submit(run_batch, queue.pop(0)))
+                pending.add(pool.submit(replay_batch, queue.pop(0)))
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield future.result()
@@ -114,7 +134,7 @@ def _dask(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Itera
     else:
         client = Client(scheduler)
     try:
-        futures = client.map(run_batch, list(tasks), pure=False)
+        futures = client.map(replay_batch, list(tasks), pure=False)
         for future in as_completed(futures):
             yield future.result()
     finally:

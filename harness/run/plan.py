@@ -87,6 +87,8 @@ class BatchTask:
     scenarios: tuple[tuple[str, dict[str, Any]], ...]
     variants: tuple[VariantSpec, ...]
     profiles: tuple[dict[str, Any], ...]
+    #: Keep the per-turn event log (`RunConfig.events`).
+    events: bool = True
 
 
 def make_task(config: RunConfig, batch: Batch) -> BatchTask:
@@ -107,4 +109,5 @@ def make_task(config: RunConfig, batch: Batch) -> BatchTask:
         scenarios=tuple((s.name, s.params) for s in config.scenarios),
         variants=tuple(specs),
         profiles=tuple(profiles),
+        events=config.events,
     )

@@ -168,15 +168,15 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
         tasks = [make_task(config, b) for b in todo]
         config_hash = config.config_hash()
         try:
-            for batch_id, session_rows, call_rows in EXECUTORS[config.executor](tasks, config.jobs,
-                                                                                config.scheduler):
-                write_part(out_dir, batch_id, config_hash, session_rows, call_rows)
+            for batch_id, session_rows, call_rows, events in EXECUTORS[config.executor](tasks, config.jobs,
+                                                                                        config.scheduler):
+                write_part(out_dir, batch_id, config_hash, session_rows, call_rows, events)
                 progress.advance(sizes[batch_id])
         finally:
             progress.close()
-        session_rows, call_rows = read_batches(out_dir, config, [b.id for b in batches])
-        sessions = write_tables(out_dir, config, session_rows, call_rows, batches=len(batches), started=started,
-                                shard=shard)
+        rows = read_batches(out_dir, config, [b.id for b in batches])
+        sessions = write_tables(out_dir, config, rows.sessions, rows.calls, batches=len(batches), started=started,
+                                shard=shard, events=rows.events)
         if not keep_parts:
             compact_parts(out_dir, config)
     return _summary(out_dir, sessions, len(todo), len(batches) - len(todo), started_wall)

@@ -20,10 +20,10 @@ import sys
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
@@ -36,6 +36,7 @@ from harness.core.files import DirectoryBusy, lock_directory, remove_stale_temp_
 from harness.core.rundir import (
     CALLS_TABLE,
     CONFIG_FILE,
+    EVENTS_TABLE,
     MANIFEST_FILE,
     PARTS_DIR,
     SESSIONS_TABLE,
@@ -44,21 +45,25 @@ from harness.core.rundir import (
     verify_tables,
 )
 from harness.run.config import RunConfig, first_error
-from harness.run.parts import Part, PartError, PartProblem, encode_part, read_part
+from harness.run.parts import EventLines, Part, PartError, PartProblem, encode_part, read_part
 from harness.run.plan import Batch, plan, shard_of
+from harness.sim.events import EVENT_KEY, EventRecord
 from harness.sim.metrics import CallRecord, SessionRecord
 
 __all__ = [
     "CALL_COLUMNS",
     "DAMAGED_DIR",
+    "EVENT_SCHEMA",
     "SESSION_COLUMNS",
     "RunError",
     "RunSummary",
+    "TableRows",
     "check_own_files",
     "check_parts",
     "check_shard_fits",
     "compact_parts",
     "config_from_dir",
+    "events_table",
     "merge",
     "open_dir",
     "prepare_dir",
@@ -74,6 +79,13 @@ __all__ = [
 #: The replay's own columns, then where the row sits in the run: its profile and its sweep point.
 SESSION_COLUMNS = [*SessionRecord.__dataclass_fields__, "model", "sweep_param", "sweep_value"]
 CALL_COLUMNS = list(CallRecord.__dataclass_fields__)
+#: The columns of ``events.parquet`` (`EventRecord`'s fields): counts as int32 (a window's tokens, a
+#: tool output's characters and a session's events all fit), the session index as int64 like the
+#: other tables' (columns the explorer joins on).
+EVENT_SCHEMA = pa.schema([
+    (f.name, pa.string() if f.type == "str" else pa.int64() if f.name == "session_index" else pa.int32())
+    for f in fields(EventRecord)
+])
 #: Where a resume moves the parts it found damaged before replaying their batches (inside ``parts/``).
 DAMAGED_DIR = "damaged"
 
@@ -95,11 +107,33 @@ class RunSummary:
     wall_s: float
 
 
+class TableRows(NamedTuple):
+    """The rows of some batches, as the tables are written from them: session and call rows, and the
+    event log as a table (columnar already: it has the most rows; empty when the run keeps none)."""
+
+    sessions: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
+    events: pa.Table
+
+
+def events_table(rows: Sequence[Sequence[Any]]) -> pa.Table:
+    """Event rows, each the values of `harness.sim.events.EVENT_COLUMNS`, as a table of `EVENT_SCHEMA` in
+    the order given. A value of the wrong type is a ValueError naming its column."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(EVENT_SCHEMA)
+    arrays = []
+    for f, values in zip(EVENT_SCHEMA, columns, strict=True):
+        try:
+            arrays.append(pa.array(values, type=f.type))
+        except (pa.ArrowException, TypeError, OverflowError) as e:
+            raise ValueError(f"event column {f.name}: {e}") from None
+    return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
+
+
 def write_part(out_dir: Path, batch_id: str, config_hash: str, session_rows: list[dict[str, Any]],
-               call_rows: list[dict[str, Any]]) -> None:
+               call_rows: list[dict[str, Any]], events: EventLines | Sequence[Sequence[Any]] = ()) -> None:
     """Add one finished batch to the resume log, atomically, with its header and checksum (`parts`)."""
     write_atomically(out_dir / PARTS_DIR / f"{batch_id}.jsonl",
-                     encode_part(batch_id, config_hash, session_rows, call_rows))
+                     encode_part(batch_id, config_hash, session_rows, call_rows, events))
 
 
 def _expected_rows(config: RunConfig, batch: Batch) -> set[tuple[str, int, str]]:
@@ -117,6 +151,8 @@ def _check_rows(part: Part, path: Path, expected: set[tuple[str, int, str]]) -> 
     sessions = {k[:2] for k in expected}
     if any((r.get("scenario"), r.get("session_index")) not in sessions for r in part.call_rows):
         raise PartError(path, PartProblem.FOREIGN, "holds model calls of other sessions than its batch's")
+    if any((r[0], r[1], r[2]) not in expected for r in part.event_rows):  # the columns start with the key
+        raise PartError(path, PartProblem.FOREIGN, "holds events of other sessions than its batch's")
 
 
 def _set_aside(path: Path) -> Path:
@@ -171,27 +207,37 @@ def check_parts(out_dir: Path, config: RunConfig, *, replay_damaged: bool,
 
 def read_parts(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(session rows, call rows) of every part of ``run_dir``, verified against its config, in
-    part-name order; RunError naming the first part that does not hold up."""
+    part-name order; RunError naming the first part that does not hold up. `read_batches` has the
+    events too."""
     config = config_from_dir(run_dir)
-    return read_batches(run_dir, config, sorted(check_parts(run_dir, config, replay_damaged=False)))
+    rows = read_batches(run_dir, config, sorted(check_parts(run_dir, config, replay_damaged=False)))
+    return rows.sessions, rows.calls
 
 
-def read_batches(run_dir: Path, config: RunConfig, batch_ids: Sequence[str]) -> tuple[list[dict[str, Any]],
-                                                                                        list[dict[str, Any]]]:
-    """(session rows, call rows) of the parts of ``batch_ids``, verified again (RunError naming the
-    first that changed since it was checked)."""
+def read_batches(run_dir: Path, config: RunConfig, batch_ids: Sequence[str]) -> TableRows:
+    """The rows of the parts of ``batch_ids``, verified again (RunError naming the first that changed
+    since it was checked)."""
     sessions: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
+    events: list[pa.Table] = []
     config_hash = config.config_hash()
     for batch_id in batch_ids:
         path = run_dir / PARTS_DIR / f"{batch_id}.jsonl"
         try:
             part = read_part(path, config_hash=config_hash)
+            # Columnar per part: the event log is the longest table, and dicts are large.
+            events.append(events_table(part.event_rows))
         except PartError as e:  # checked a moment ago; changed since (another hand in the directory)
             raise RunError(str(e)) from None
+        except ValueError as e:  # the checksum holds, so a row of another layout: not this version's part
+            raise RunError(f"{path}: {e}") from None
         sessions += part.session_rows
         calls += part.call_rows
-    return sessions, calls
+    return TableRows(sessions, calls, _concat_events(events))
+
+
+def _concat_events(tables: Sequence[pa.Table]) -> pa.Table:
+    return pa.concat_tables(tables) if tables else EVENT_SCHEMA.empty_table()
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str], sort: list[str]) -> pa.Table:
@@ -220,13 +266,18 @@ def _git_sha() -> str | None:
 
 def write_tables(out_dir: Path, config: RunConfig, session_rows: list[dict[str, Any]],
                  call_rows: list[dict[str, Any]], *, batches: int, started: str, shard: tuple[int, int] | None,
-                 merged_from: list[str] | None = None) -> pd.DataFrame:
-    """Write the rows of ``batches`` batches as ``sessions.parquet`` and ``calls.parquet``, sorted,
+                 merged_from: list[str] | None = None, events: pa.Table | None = None) -> pd.DataFrame:
+    """Write the rows of ``batches`` batches as ``sessions.parquet``, ``calls.parquet`` and, when the
+    config keeps the event log, ``events.parquet`` (``events``, a table of `EVENT_SCHEMA`), sorted,
     then, last, ``manifest.json`` with their checksums; the sessions table."""
     sessions = _table(session_rows, SESSION_COLUMNS, ["scenario", "session_index", "strategy"])
     calls = _table(call_rows, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"])
+    tables = [(SESSIONS_TABLE, sessions), (CALLS_TABLE, calls)]
+    if config.events:
+        log = EVENT_SCHEMA.empty_table() if events is None else events
+        tables.append((EVENTS_TABLE, log.sort_by([(k, "ascending") for k in EVENT_KEY])))
     checksums = {}
-    for name, table in ((SESSIONS_TABLE, sessions), (CALLS_TABLE, calls)):
+    for name, table in tables:
         data = _parquet_bytes(table)
         write_atomically(out_dir / name, data)
         checksums[name] = hashlib.sha256(data).hexdigest()
@@ -245,7 +296,7 @@ def write_tables(out_dir: Path, config: RunConfig, session_rows: list[dict[str, 
         model=config.profile().model_dump(mode="json"),
         started=started,
         finished=datetime.now(UTC).isoformat(timespec="seconds"),
-        rows={SESSIONS_TABLE: sessions.num_rows, CALLS_TABLE: calls.num_rows},
+        rows={name: table.num_rows for name, table in tables},
         sha256=checksums,
         merged_from=merged_from,
         batches=batches,
@@ -298,7 +349,7 @@ def stamp_hash(run_dir: Path) -> str:
 def check_own_files(out_dir: Path) -> None:
     """RunError when something that is not a file stands where the run writes one of its files (a
     directory named ``sessions.parquet``): the run would only fail at its end, after all its work."""
-    for name in (CONFIG_FILE, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE):
+    for name in (CONFIG_FILE, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE):
         path = out_dir / name
         if (path.exists() or path.is_symlink()) and not path.is_file():
             raise RunError(f"{path}: not a file (the run writes its {name} there); move it out of the way")
@@ -343,7 +394,8 @@ def prepare_dir(out_dir: Path, config: RunConfig, *, resume: bool) -> None:
             raise RunError(f"{out_dir} already holds this run; drop --no-resume to resume it or use --out")
         return
     others = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
-    run_files = [name for name in others if name in (PARTS_DIR, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE)]
+    run_files = [name for name in others
+                 if name in (PARTS_DIR, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE)]
     if run_files:
         raise RunError(f"{out_dir}: holds run files ({', '.join(run_files)}) but no {CONFIG_FILE}, so which config "
                        "made them is unknown; use --out for a new directory")
@@ -376,7 +428,7 @@ def tables_are_current(out_dir: Path, config: RunConfig, shard: tuple[int, int] 
             or manifest.shard != (None if shard is None else f"{shard[0]}/{shard[1]}")
             or manifest.batches != len(shard_of(plan(config), shard))):
         return False
-    if not {SESSIONS_TABLE, CALLS_TABLE} <= set(manifest.sha256):
+    if not {SESSIONS_TABLE, CALLS_TABLE, *([EVENTS_TABLE] if config.events else [])} <= set(manifest.sha256):
         return False
     try:
         verify_tables(out_dir, manifest)
@@ -399,7 +451,8 @@ def compact_parts(out_dir: Path, config: RunConfig) -> None:
     for path in parts_dir.glob("*.jsonl"):
         if path.stem in planned:
             with contextlib.suppress(PartError):
-                read_part(path, config_hash=config_hash)
+                # Its rows were read into the tables a moment ago; the checksum says these are those bytes.
+                read_part(path, config_hash=config_hash, rows=False)
                 path.unlink()
     with contextlib.suppress(OSError):  # not empty: what is left stays
         parts_dir.rmdir()
@@ -437,6 +490,18 @@ def _finished_batches(run_dir: Path, config: RunConfig) -> list[str] | None:
 def _table_rows(run_dir: Path, name: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = pq.read_table(run_dir / name).to_pylist()
     return rows
+
+
+def _events_of(run_dir: Path) -> pa.Table:
+    """The event log of a finished shard (checked against its manifest already)."""
+    path = run_dir / EVENTS_TABLE
+    if EVENTS_TABLE not in Manifest.read(run_dir).sha256:
+        raise RunError(f"{path}: the manifest lists no event log although the config keeps one; run that shard "
+                       "again into its directory to rebuild its tables, then merge")
+    table = pq.read_table(path)
+    if table.schema != EVENT_SCHEMA:
+        raise RunError(f"{path}: not the event log this version writes; run that shard again, then merge")
+    return table
 
 
 def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> RunSummary:
@@ -499,14 +564,18 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> 
         check_own_files(out_dir)
     session_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
+    events: list[pa.Table] = []
     for d in run_dirs:
         if d in from_tables:
             session_rows += _table_rows(d, SESSIONS_TABLE)
             call_rows += _table_rows(d, CALLS_TABLE)
+            if config.events:
+                events.append(_events_of(d))
         else:
             rows = read_batches(d, config, sorted(b for b, holder in holders.items() if holder == d))
-            session_rows += rows[0]
-            call_rows += rows[1]
+            session_rows += rows.sessions
+            call_rows += rows.calls
+            events.append(rows.events)
     open_dir(out_dir)
     with writing_into(out_dir):
         if check_parts(out_dir, config, replay_damaged=False):
@@ -514,7 +583,7 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> 
         write_atomically(out_dir / CONFIG_FILE, stamp_bytes)
         sessions = write_tables(out_dir, config, session_rows, call_rows, batches=len(holders),
                                 started=datetime.now(UTC).isoformat(timespec="seconds"), shard=None,
-                                merged_from=[d.name for d in run_dirs])
+                                merged_from=[d.name for d in run_dirs], events=_concat_events(events))
     errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0
     return RunSummary(out_dir, sessions, errors, 0, 0, time.perf_counter() - started_wall)
 

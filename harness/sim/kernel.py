@@ -10,8 +10,9 @@ prompt cache are `harness.sim.billing`, throttling `harness.sim.throttling`, tim
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.context import Context, ContextOverflow
@@ -21,6 +22,7 @@ from harness.core.tools import CATALOGUE, ContractError
 from harness.sim.agent import AgentState
 from harness.sim.billing import Billing, ModelCall, PromptCache
 from harness.sim.clock import SimClock
+from harness.sim.events import EventLog
 from harness.sim.loops import Event, StuckDetector
 from harness.sim.metrics import CallRecord, Outcome, SessionEnded, SessionRecord, Tally, session_record
 from harness.sim.model import Decision, MockModel, Pointer
@@ -39,11 +41,13 @@ NUDGE_TEXT = ("you called {tool} with the same arguments 3 times and got an erro
 
 @dataclass(slots=True)
 class SessionResult:
-    """A replayed session: its row, one row per model call, and the event log the loop detector read."""
+    """A replayed session: its row, one row per model call, the event log the loop detector read, and
+    the rows of its per-turn event log (``harness.sim.events``; empty unless asked for)."""
 
     record: SessionRecord
     calls: list[CallRecord]
     events: list[Event]
+    event_rows: list[list[Any]] = field(default_factory=list)
 
 
 def clone(strategy: ContextStrategy) -> ContextStrategy:
@@ -55,7 +59,8 @@ class Replay:
     """One session under one strategy. Use `replay`."""
 
     def __init__(self, script: SessionScript, strategy: ContextStrategy, profile: Profile, switches: Switches, *,
-                 scenario: str | None = None, session_index: int = 0, strategy_label: str | None = None) -> None:
+                 scenario: str | None = None, session_index: int = 0, strategy_label: str | None = None,
+                 events: bool = False) -> None:
         self.script = script
         self.template = strategy
         self.profile = profile
@@ -81,6 +86,9 @@ class Replay:
         self._summary_n = 0
         #: Each agent's context as the session left it (read by validation experiments, e.g. P5).
         self.contexts: dict[str, Context] = {}
+        #: The per-turn event log (``events.parquet``), when asked for.
+        self.log = EventLog(scenario=self.scenario, session_index=session_index, strategy=self.label) if events \
+            else None
 
     # The session ----------------------------------------------------------------------------------------
     def run(self) -> SessionResult:
@@ -98,7 +106,8 @@ class Replay:
             output_cap_chars=self.switches.output_cap_chars, family=script.scenario,
             agents=len(script.agents or ()) or 1,
         )
-        return SessionResult(record=record, calls=self.billing.calls, events=self.events)
+        return SessionResult(record=record, calls=self.billing.calls, events=self.events,
+                             event_rows=self.log.rows if self.log is not None else [])
 
     def _run_agents(self, task: Message) -> Outcome:
         """Each agent in turn works through its steps and hands over to the next; the last answers."""
@@ -137,16 +146,20 @@ class Replay:
     # One turn (mock-model.md 2.3) ---------------------------------------------------------------------
     def _turn(self, agent: AgentState) -> bool:
         """One agent turn; True when it gave the final answer."""
+        if self.log is not None:
+            self.log.turn = self.tally.turns + 1
         self._check_stop(agent)
-        agent.strategy.before_call(agent.ctx)
+        self._hook(agent, "before_call", agent.strategy.before_call)
         prompt = self._fit(agent)
         self._admit("agent", agent.pointer.step_id, agent.pointer.attempt, prompt)
         decision = self._decide(agent)
         self.tally.turns += 1
-        self._note_trace(decision)
+        self._note_trace(agent, decision)
         checked = ToolPlayer.check(decision.call) if decision.call is not None else None
         reply = self._reply(agent, decision)
         window = agent.ctx.messages
+        if self.log is not None:
+            self.log.call(agent.name, len(self.billing.calls), window, self.system_tokens)
         self._bill(agent.agent_cache, ModelCall(
             agent=agent.name, kind="agent", window=window, touched=window.take_touched(), prompt_tokens=prompt,
             output_tokens=reply.tokens - 4, step_id=agent.pointer.step_id, attempt=agent.pointer.attempt,
@@ -195,7 +208,7 @@ class Replay:
             self.tally.overflow_events += 1
             self.clock.advance(p.base_s, "overflow")
             try:
-                agent.strategy.reduce(agent.ctx, ContextOverflow(prompt, p.window_tokens))
+                self._hook(agent, "reduce", agent.strategy.reduce, ContextOverflow(prompt, p.window_tokens))
             except CannotReduce:
                 raise SessionEnded("overflow") from None
 
@@ -240,9 +253,11 @@ class Replay:
                 agent, ContractError("tool", "no tool call", "reply with exactly one tool call"))
             result = Message.build("user", [Text(refused.text)], kind="error", step_id=agent.pointer.step_id,
                                    meter=self.meter)
+            if self.log is not None:
+                self.log.tool("", result, len(refused.text))
             self._append(agent, result)
             self._log(agent, Event.error("", refused.text))
-        agent.strategy.apply(agent.ctx)
+        self._hook(agent, "apply", agent.strategy.apply)
         agent.pointer.attempt += 1
 
     def _tool_call(self, agent: AgentState, decision: Decision, checked: ContractError | None,
@@ -257,9 +272,11 @@ class Replay:
         use_id = next(b.id for b in reply.blocks if isinstance(b, ToolUse))
         result = Message.build("user", [ToolResult(use_id, outcome.status, outcome.text)], step_id=pointer.step_id,
                                meter=self.meter)
+        if self.log is not None:
+            self.log.tool(call.tool, result, len(outcome.text))
         self._append(agent, result)
         self._log(agent, (Event.observation if outcome.status == "success" else Event.error)(call.tool, outcome.text))
-        agent.strategy.apply(agent.ctx)
+        self._hook(agent, "apply", agent.strategy.apply)
         if outcome.completes and pointer.step is not None:
             # A shortcut completes the step, but its result held no facts: no producer to re-fetch.
             dangerous = CATALOGUE[call.tool].dangerous if call.tool in CATALOGUE else False
@@ -277,14 +294,19 @@ class Replay:
         agent.contract_failures = 0
         pointer.step = None  # the caller moves on to the next step (or the final answer)
 
-    def _note_trace(self, decision: Decision) -> None:
+    def _note_trace(self, agent: AgentState, decision: Decision) -> None:
+        lost = self.tally.lost_keys
         for entry in decision.trace:
             key = entry.get("key")
             if entry.get("branch") == "wrong":
                 self.tally.wrong_values += 1
             if key is not None and not entry.get("visible") and (
                     key in self.producers or key in self.script.task.facts):
-                self.tally.lost_keys.add(str(key))
+                if self.log is not None and str(key) not in lost:
+                    producer = self.producers.get(key)
+                    self.log.lost(agent.name, str(key), cut=key in self.tally.cut_keys,
+                                  handover=producer is not None and producer.agent not in (None, agent.name))
+                lost.add(str(key))
 
     # Agents and hand-overs -------------------------------------------------------------------------
     def _new_agent(self, name: str, first: Message, steps: list[Step]) -> AgentState:
@@ -304,6 +326,8 @@ class Replay:
 
     def _handover(self, agent: AgentState, handoff: Handoff) -> Message:
         """The hand-over call: the agent states the carried facts it recalls for the next agent."""
+        if self.log is not None:
+            self.log.turn = self.tally.turns + 1
         prompt = self._fit(agent)
         self._admit("handoff", "handoff", 0, prompt)
         values, trace = self.model.handover(agent.ctx, agent.pointer, handoff.carries)
@@ -313,7 +337,9 @@ class Replay:
         message = Message.build("user", [Text(text)], kind="task", meter=self.meter)
         window = agent.ctx.messages
         self.tally.turns += 1
-        self._note_trace(Decision("final", None, text, "handoff", trace=tuple(trace)))
+        self._note_trace(agent, Decision("final", None, text, "handoff", trace=tuple(trace)))
+        if self.log is not None:
+            self.log.call(agent.name, len(self.billing.calls), window, self.system_tokens)
         self._bill(agent.agent_cache, ModelCall(
             agent=agent.name, kind="handoff", window=window, touched=window.take_touched(), prompt_tokens=prompt,
             output_tokens=message.tokens - 4, step_id="handoff", attempt=0, action="handoff", trace=trace,
@@ -354,7 +380,25 @@ class Replay:
             raise SessionEnded("budget_exceeded")
 
     def _append(self, agent: AgentState, message: Message) -> None:
-        agent.ctx.messages.append(agent.strategy.on_append(agent.ctx, message))
+        window = agent.ctx.messages
+        appended = agent.strategy.on_append(agent.ctx, message)
+        window.append(appended)
+        if self.log is not None:
+            self.log.appended(agent.name, appended)
+            if appended is not message:
+                self.log.rewritten(agent.name, message, appended, window)
+
+    def _hook(self, agent: AgentState, hook: str, run: Callable[..., None], *args: Any) -> None:
+        """Run a strategy hook on the agent's context (``run(ctx, *args)``); with the event log on, tell it
+        when the hook changed the window (any message that is not the same object in the same place)."""
+        if self.log is None:
+            run(agent.ctx, *args)
+            return
+        window = agent.ctx.messages
+        before, tokens, calls = list(window), window.tokens, len(self.billing.calls)
+        run(agent.ctx, *args)
+        if len(window) != len(before) or not all(map(operator.is_, before, window)):
+            self.log.changed(agent.name, hook, before, tokens, window, calls if len(self.billing.calls) > calls else -1)
 
     def _log(self, agent: AgentState, event: Event) -> None:
         agent.detector.log(event)
@@ -373,10 +417,11 @@ def _final_values(message: Message) -> dict[str, str]:
 
 def replay(script: SessionScript, strategy: ContextStrategy | str, profile: Profile | str = "frontier", *,
            switches: Switches | None = None, scenario: str | None = None, session_index: int = 0,
-           strategy_label: str | None = None, **switch_overrides: Any) -> SessionResult:
-    """Replay ``script`` under ``strategy`` (an instance, cloned per agent, or a registered name)."""
+           strategy_label: str | None = None, events: bool = False, **switch_overrides: Any) -> SessionResult:
+    """Replay ``script`` under ``strategy`` (an instance, cloned per agent, or a registered name);
+    ``events`` also records the per-turn event log (`SessionResult.event_rows`)."""
     instance = create(strategy) if isinstance(strategy, str) else strategy
     prof = builtin_profile(profile) if isinstance(profile, str) else profile
     sw = switches or Switches.for_strategy(instance, **switch_overrides)
     return Replay(script, instance, prof, sw, scenario=scenario, session_index=session_index,
-                  strategy_label=strategy_label).run()
+                  strategy_label=strategy_label, events=events).run()

@@ -48,7 +48,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tables_only(source: Path, target: Path) -> Path:
     """A copy of a run directory's tables (no report, no plots)."""
     target.mkdir(parents=True)
-    for name in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet"):
+    for name in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet", "events.parquet"):
         shutil.copy2(source / name, target / name)
     return target
 

@@ -426,7 +426,7 @@ def test_sweep_md_has_the_tables_and_links_to_existing_plots(reported: tuple[Pat
 def test_write_sweep_page_alone_and_html_only(sweep_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     copy.mkdir()
-    for name in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet"):
+    for name in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet", "events.parquet"):
         shutil.copy2(sweep_dir / name, copy / name)
     assert write_sweep_page(copy, ["html"]) == [copy / "sweep.html"]
     assert not (copy / "sweep.md").exists() and not (copy / "report.html").exists()
@@ -455,7 +455,7 @@ def test_write_report_of_a_plain_run_writes_no_sweep_page(plain_dir: Path) -> No
 def test_write_report_of_a_run_from_before_the_sweep_columns(plain_dir: Path, tmp_path: Path) -> None:
     old = tmp_path / "old"
     old.mkdir()
-    for name in ("config.toml", "manifest.json", "calls.parquet"):
+    for name in ("config.toml", "manifest.json", "calls.parquet", "events.parquet"):
         shutil.copy2(plain_dir / name, old / name)
     table = pd.read_parquet(plain_dir / "sessions.parquet").drop(columns=["model", "sweep_param", "sweep_value"])
     replace_table(old, "sessions.parquet", table)
@@ -466,7 +466,7 @@ def test_write_report_of_a_run_from_before_the_sweep_columns(plain_dir: Path, tm
 def test_writing_a_sweep_report_loads_no_runtime(sweep_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     copy.mkdir()
-    for name in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet"):
+    for name in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet", "events.parquet"):
         shutil.copy2(sweep_dir / name, copy / name)
     data = loaded(str(copy))
     assert (copy / "sweep.html").exists()

@@ -18,7 +18,7 @@ import pytest
 from tests.harness.cli.invoke import TINY, assert_usage_error, command, ctxbench, write_config
 
 KEY = ["scenario", "session_index", "strategy"]
-TABLES = ("sessions.parquet", "calls.parquet")
+TABLES = ("sessions.parquet", "calls.parquet", "events.parquet")
 #: A few seconds of serial work, so that a signal can land anywhere in it.
 LONG = TINY | {"sessions": 80, "seed": 9}
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]

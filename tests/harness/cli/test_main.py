@@ -18,7 +18,7 @@ from harness.cli.errors import LIBRARY_USAGE_ERRORS, UsageError, usage_error_typ
 from harness.cli.flags import add_run_flags
 from tests.harness.cli.invoke import ctxbench
 
-WORKFLOW_ORDER = ["run", "sweep", "report", "compare", "validate", "merge", "list", "scenario", "validation"]
+WORKFLOW_ORDER = ["run", "sweep", "report", "view", "compare", "validate", "merge", "list", "scenario", "validation"]
 RUN_FLAGS = {"--sessions", "--strategies", "--scenarios", "--model", "--seed", "--jobs", "--executor", "--scheduler",
              "--shard", "--out", "--no-resume", "--no-report", "--quiet", "--json"}
 
@@ -175,3 +175,16 @@ def test_validation_quick_never_writes_over_the_shipped_document_by_default(
                         lambda out_dir, doc_path: seen.setdefault("doc", str(doc_path)) and Result())
     assert main(["validation", "--quiet", *flags]) == 0
     assert seen == {"out": out, "doc": doc}
+
+
+def test_report_stage_lines_appear_after_the_delay_unless_silenced(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli.report import NO_PROGRESS_ENV, stage_printer
+
+    monkeypatch.delenv(NO_PROGRESS_ENV, raising=False)
+    stage_printer("report", after_s=0.0)("drawing the plots")
+    stage_printer("report", after_s=3600.0)("never shown")
+    monkeypatch.setenv(NO_PROGRESS_ENV, "1")
+    stage_printer("report", after_s=0.0)("silenced")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ctxbench: report: drawing the plots (")

@@ -18,7 +18,7 @@ import pytest
 import harness.run.executors
 import scenarios
 from harness.cli import main as cli_main
-from harness.core.rundir import CALLS_TABLE, SESSIONS_TABLE
+from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE
 from harness.core.rundir import MANIFEST_FILE as MANIFEST
 from harness.run.config import RunConfig
 from harness.run.plan import Batch, allocate, plan, shard_of
@@ -142,7 +142,7 @@ def test_shard_none_is_every_batch() -> None:
 
 def test_run_writes_config_manifest_and_both_tables_and_removes_its_parts(reference: Path,
                                                                           tmp_path: Path) -> None:
-    assert {p.name for p in reference.iterdir()} == {"config.toml", MANIFEST, *TABLES}
+    assert {p.name for p in reference.iterdir()} == {"config.toml", MANIFEST, *TABLES, EVENTS_TABLE}
     assert json.loads((reference / MANIFEST).read_text())["batches"] == len(plan(tiny()))
     kept = tmp_path / "kept"
     run(tiny(), kept, quiet=True, keep_parts=True)

@@ -1,0 +1,103 @@
+"""``ctxbench view`` (harness/cli/view.py) run as a real process: it writes the explorer page and prints its
+path; a directory that is not a finished run, a damaged event log or a bad or busy port is one error line
+with exit 2 that writes nothing; ``--serve`` serves the page on localhost until Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from harness.core.rundir import EVENTS_TABLE
+from tests.harness.cli.invoke import TINY, assert_usage_error, command, ctxbench, write_config
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("view")
+    write_config(base, TINY)
+    done = ctxbench("run", "tiny.toml", "--out", "run", "--quiet", "--no-report", cwd=base)
+    assert done.returncode == 0, done.stderr
+    return base / "run"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_view_writes_the_page_into_the_run_directory_and_prints_its_path(run_dir: Path) -> None:
+    result = ctxbench("view", run_dir, cwd=run_dir.parent)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(run_dir / "explorer.html")
+    assert (run_dir / "explorer.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_view_out_writes_the_page_elsewhere(run_dir: Path, tmp_path: Path) -> None:
+    result = ctxbench("view", run_dir, "--out", tmp_path / "page.html", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "page.html").is_file()
+    assert_usage_error(ctxbench("view", run_dir, "--out", tmp_path / "nowhere" / "page.html", cwd=tmp_path),
+                       "nowhere")
+
+
+def test_view_of_a_missing_directory_or_a_damaged_event_log_exits_2_and_writes_nothing(run_dir: Path,
+                                                                                      tmp_path: Path) -> None:
+    assert_usage_error(ctxbench("view", "nowhere", cwd=tmp_path), "nowhere", "no such directory")
+    damaged = tmp_path / "damaged"
+    subprocess.run(["cp", "-r", str(run_dir), str(damaged)], check=True)
+    (damaged / "explorer.html").unlink(missing_ok=True)
+    (damaged / EVENTS_TABLE).write_bytes(b"garbage")
+    assert_usage_error(ctxbench("view", damaged, cwd=tmp_path), f"{damaged / EVENTS_TABLE}", "changed after the run")
+    (damaged / EVENTS_TABLE).unlink()
+    assert_usage_error(ctxbench("view", damaged, cwd=tmp_path), EVENTS_TABLE, "missing")
+    assert not (damaged / "explorer.html").exists()
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http", "-1"])
+def test_view_refuses_a_port_that_is_not_one(run_dir: Path, tmp_path: Path, port: str) -> None:
+    assert_usage_error(ctxbench("view", run_dir, "--serve", f"--port={port}", "--out", tmp_path / "p.html",
+                                cwd=tmp_path), "--port", "1 to 65535")
+    assert not (tmp_path / "p.html").exists()
+
+
+def test_view_refuses_a_busy_port_before_it_writes_anything(run_dir: Path, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = ctxbench("view", run_dir, "--serve", "--port", str(port), "--out", tmp_path / "p.html", cwd=tmp_path)
+    assert_usage_error(result, f"--port {port}", "busy")
+    assert not (tmp_path / "p.html").exists()
+
+
+def test_view_serve_serves_the_page_until_ctrl_c(run_dir: Path, tmp_path: Path) -> None:
+    port = free_port()
+    page = tmp_path / "served.html"
+    process = subprocess.Popen([*command(), "view", str(run_dir), "--out", str(page), "--serve", "--port", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == str(page)
+        assert process.stdout.readline().strip() == f"serving the explorer at http://127.0.0.1:{port}/ (Ctrl-C stops)"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+            assert response.read() == page.read_bytes()
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/config.toml", timeout=10)
+        assert info.value.code == 404  # the page only: nothing else of the run directory is served
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == 0
+        assert "Traceback" not in (process.stderr.read() if process.stderr else "")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
