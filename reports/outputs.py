@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.files import TEMP_SUFFIX
+from harness.core.files import TEMP_SUFFIX, DirectoryBusy, lock_directory, remove_stale_temp_files
+from harness.core.rundir import PLOTS_DIR
 from reports.inputs import ReportInputError
 
 __all__ = ["Png", "check_targets", "write_files"]
@@ -42,8 +43,24 @@ def write_files(run_dir: Path, files: Mapping[Path, bytes]) -> None:
     """Write ``files`` (target path under ``run_dir`` -> bytes) as one set: checked (:func:`check_targets`),
     then each written to a temporary file beside its target and synced, then all renamed over their
     targets. A target that cannot be written (a read-only directory, a full disk) is a ReportInputError
-    naming it, and everything staged so far is removed again, directories this made included."""
+    naming it, and everything staged so far is removed again, directories this made included.
+
+    One writer at a time holds the run directory's lock (another command writing into it is a
+    ReportInputError), and under it the temporary files a killed report left beside the targets are
+    removed first."""
     check_targets(run_dir, list(files))
+    try:
+        with lock_directory(run_dir):
+            for folder in {target.parent for target in files} & {run_dir, run_dir / PLOTS_DIR}:
+                if folder.is_dir():
+                    remove_stale_temp_files(folder)
+            _write_locked(run_dir, files)
+    except DirectoryBusy:
+        raise ReportInputError(f"{run_dir}: another ctxbench command is writing into this directory; wait for it "
+                               "to finish") from None
+
+
+def _write_locked(run_dir: Path, files: Mapping[Path, bytes]) -> None:
     made: list[Path] = []
     staged: list[tuple[str, Path]] = []
     where, what = run_dir, "cannot be written"

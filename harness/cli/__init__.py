@@ -84,19 +84,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error(e)
         return USAGE_EXIT
     except KeyboardInterrupt as e:
-        print("ctxbench: interrupted (finished batches are kept: run the same command again to resume)",
-              file=sys.stderr)
-        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+        return _interrupted(e)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, as other command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as e:  # our bug, not the user's: say so in one line, keep the traceback in a file
+        interrupt = _interrupt_behind(e)
+        if interrupt is not None:  # e.g. Ctrl-C inside a class body: Python re-raises it as RuntimeError
+            return _interrupted(interrupt)
         log = write_crash_log(e, sys.argv if argv is None else ["ctxbench", *argv], near=_run_dir_of(args))
         print(f"ctxbench: internal error (a bug in ctxbench, not in your input): {type(e).__name__}: "
               f"{str(e).splitlines()[0] if str(e) else ''}; the traceback is in {log}; please report it",
               file=sys.stderr)
         return BUG_EXIT
+
+
+def _interrupted(interrupt: KeyboardInterrupt) -> int:
+    print("ctxbench: interrupted (finished batches are kept: run the same command again to resume)", file=sys.stderr)
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
+
+
+def _interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM an exception was raised from, if any (its causes and contexts, followed)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _run_dir_of(args: argparse.Namespace) -> str | None:

@@ -503,3 +503,23 @@ def test_report_renders_in_headless_chromium_and_shows_the_headline_table(run_di
     outside = changed.copy()
     outside[top:bottom + 1, left:right + 1] = False
     assert not outside.any()
+
+
+def test_a_report_is_refused_while_another_command_writes_into_the_run(run_dir: Path, tmp_path: Path) -> None:
+    from harness.core.files import lock_directory
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    with lock_directory(copy), pytest.raises(ReportInputError, match="another ctxbench command is writing"):
+        write_report(copy)
+
+
+def test_a_report_clears_the_temporary_files_a_killed_report_left(run_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    stale = [copy / ".report.html.a1b2c3.tmp", copy / "plots" / ".outcome_mix.png.x9y8z7.tmp"]
+    for path in stale:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"half a page")
+    write_report(copy)
+    assert not any(path.exists() for path in stale)

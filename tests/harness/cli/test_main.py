@@ -188,3 +188,19 @@ def test_report_stage_lines_appear_after_the_delay_unless_silenced(monkeypatch: 
     stage_printer("report", after_s=0.0)("silenced")
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("ctxbench: report: drawing the plots (")
+
+
+def test_an_interrupt_that_python_rewrapped_is_still_an_interrupt(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C while a class body runs (matplotlib's, mid-import) reaches main as RuntimeError from KeyboardInterrupt."""
+    import harness.cli.listing
+
+    def interrupted_inside_set_name(rows: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error calling __set_name__") from e
+
+    monkeypatch.setattr(harness.cli.listing, "print_listing", interrupted_inside_set_name)
+    assert main(["list", "strategies"]) == 130
+    assert capsys.readouterr().err.startswith("ctxbench: interrupted")
