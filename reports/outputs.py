@@ -49,6 +49,9 @@ def write_files(run_dir: Path, files: Mapping[Path, bytes]) -> None:
     ReportInputError), and under it the temporary files a killed report left beside the targets are
     removed first."""
     check_targets(run_dir, list(files))
+    if not run_dir.is_dir():  # nothing to lock: writing fails below with one line naming the target
+        _write_locked(run_dir, files)
+        return
     try:
         with lock_directory(run_dir):
             for folder in {target.parent for target in files} & {run_dir, run_dir / PLOTS_DIR}:
