@@ -46,6 +46,9 @@ MAX_SEED = 2**63 - 1
 #: Scenario weights are relative; a million to one already gives the lighter entry no sessions, and
 #: the bound keeps ``sessions * weight`` and the sum of the weights finite.
 MAX_WEIGHT = 1e6
+#: Replays (sessions x variants) a batch aims at when ``batch_size`` is not set: 8 sessions of ten
+#: strategies, as every default run has had.
+REPLAYS_PER_BATCH = 80
 
 
 class ScenarioEntry(BaseModel):
@@ -176,11 +179,12 @@ class RunConfig(BaseModel):
     jobs: int = Field(0, ge=0, le=1024)
     #: Dask scheduler address (``tcp://HOST:PORT``); none starts a LocalCluster.
     scheduler: str | None = None
-    #: Sessions per task: a worker builds a script once and replays it under every strategy. 8 (J): with
-    #: ten strategies a batch is 80 replays, seconds of work, so a task's pickling and scheduling cost
-    #: is negligible, while an interrupt loses at most 8 sessions per batch in flight and the progress
-    #: bar still moves every few seconds. It is part of the plan, so it never changes the tables.
-    batch_size: int = Field(8, ge=1, le=10_000)
+    #: Sessions per task: a worker builds a script once and replays it under every variant. None (the
+    #: default) picks `sessions_per_batch`: 8 sessions (J), fewer when there are more than ten variants,
+    #: so a task stays about `REPLAYS_PER_BATCH` replays: seconds of work, so a task's pickling and
+    #: scheduling cost is negligible, an interrupt loses little, and the progress bar moves every few
+    #: seconds even in a sweep of 72 variants. It is part of the plan, so it never changes the tables.
+    batch_size: int | None = Field(None, ge=1, le=10_000)
     scenarios: list[ScenarioEntry] = Field(default_factory=lambda: [ScenarioEntry(name="mix")], min_length=1)
     #: Empty means every registered strategy with its defaults.
     strategies: list[StrategyEntry] = Field(default_factory=list)
@@ -321,6 +325,13 @@ class RunConfig(BaseModel):
     def profile(self) -> Profile:
         return _resolve_profile(self.model, "model")
 
+    def sessions_per_batch(self) -> int:
+        """``batch_size`` if set, else 8 sessions, or fewer so a batch stays about `REPLAYS_PER_BATCH`
+        replays (sessions x variants)."""
+        if self.batch_size is not None:
+            return self.batch_size
+        return min(8, max(1, REPLAYS_PER_BATCH // len(self.variants())))
+
     def strategy_entries(self) -> list[StrategyEntry]:
         """The strategies to run: the configured ones, or every registered one with its defaults."""
         if self.strategies:
@@ -377,6 +388,7 @@ class RunConfig(BaseModel):
                 row["model"] = _resolve_profile(e.model, "model").model_dump(mode="json")
         if isinstance(self.model, dict):
             data["model"] = self.profile().model_dump(mode="json")
+        data["batch_size"] = self.sessions_per_batch()  # the plan's, chosen or not
         if self.sweep is None:
             data.pop("sweep", None)
         return data

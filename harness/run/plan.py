@@ -49,9 +49,10 @@ def allocate(config: RunConfig) -> list[int]:
 def plan(config: RunConfig) -> list[Batch]:
     """Every batch of the run, in a fixed order (the same for every executor, job count and shard)."""
     batches: list[Batch] = []
+    size = config.sessions_per_batch()
     for s, count in enumerate(allocate(config)):
-        for start in range(0, count, config.batch_size):
-            sessions = tuple(PlannedSession(s, i) for i in range(start, min(start + config.batch_size, count)))
+        for start in range(0, count, size):
+            sessions = tuple(PlannedSession(s, i) for i in range(start, min(start + size, count)))
             batches.append(Batch(f"{s:02d}-{start:07d}", sessions))
     return batches
 

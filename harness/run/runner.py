@@ -162,9 +162,12 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
                     f"{len(batches) - len(done)} of {len(batches)} batches are replayed to rebuild them"))
         (out_dir / PARTS_DIR).mkdir(exist_ok=True)
         todo = [b for b in batches if b.id not in done]
-        total = sum(len(b.sessions) for b in batches)
-        progress = Progress(total, resumed=total - sum(len(b.sessions) for b in todo), enabled=not quiet and bool(todo))
-        sizes = {b.id: len(b.sessions) for b in todo}
+        # Counted in replays (sessions x variants): a sweep's rows, not just its sessions, are the work.
+        variants = len(config.variants())
+        total = variants * sum(len(b.sessions) for b in batches)
+        progress = Progress(total, resumed=total - variants * sum(len(b.sessions) for b in todo),
+                            enabled=not quiet and bool(todo), what="replays")
+        sizes = {b.id: variants * len(b.sessions) for b in todo}
         tasks = [make_task(config, b) for b in todo]
         config_hash = config.config_hash()
         try:

@@ -4,8 +4,12 @@ lines off it, an ETA from this process's own rate (unknown until something ran),
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
-from harness.run.runner import Progress, format_duration
+import pytest
+
+from harness.run.config import RunConfig
+from harness.run.runner import Progress, format_duration, run
 
 
 class FakeClock:
@@ -66,3 +70,18 @@ def test_quiet_or_nothing_to_do_shows_nothing() -> None:
 def test_durations_read_as_a_person_would_write_them() -> None:
     assert [format_duration(s) for s in (None, 0.4, 59, 61, 3599, 3600, 7322)] == \
         ["--", "0s", "59s", "1m01s", "59m59s", "1h00m", "2h02m"]
+
+
+def test_a_run_counts_its_progress_in_replays_so_a_sweep_moves_per_session(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every batch finishing is a progress step; log lines are forced on every step here.
+    monkeypatch.setattr(Progress, "LOG_EVERY_S", 0.0)
+    config = RunConfig(sessions=3, seed=2, executor="serial", scenarios=[{"name": "mix", "turns": 20}],
+                       strategies=[{"name": "sliding_window", "label": "sw"}, {"name": "unbounded"}],
+                       sweep={"params": {"sw.window_size": list(range(10, 30))}, "models": ["frontier", "small"]})
+    assert len(config.variants()) == 42
+    run(config, tmp_path / "out")
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ctxbench: ")]
+    assert lines[0].startswith("ctxbench: 0/126 replays")
+    # 42 variants x 3 sessions; a batch of about 80 replays is one session: three steps, then the end.
+    assert [line.split()[1] for line in lines[1:]] == ["42/126", "84/126", "126/126", "126/126"]

@@ -115,6 +115,28 @@ def test_plan_batches_cover_every_session_exactly_once(sessions: int, batch_size
     assert ids == sorted(ids)
 
 
+def test_an_unset_batch_size_keeps_a_batch_near_80_replays() -> None:
+    # Ten variants: 8 sessions, the batches every default run has had; a sweep of 72 variants: one
+    # session per batch, so its progress moves per 72 replays rather than three times in all.
+    default = TINY | {"batch_size": None, "strategies": [{"name": "sliding_window", "label": f"w{k}",
+                                                           "window_size": 10 + k} for k in range(10)]}
+    assert RunConfig(**default).sessions_per_batch() == 8
+    assert {len(b.sessions) for b in plan(RunConfig(**default))} <= {8, 7, 6, 5, 4, 3, 2, 1}
+    few = RunConfig(**(TINY | {"batch_size": None}))
+    assert few.sessions_per_batch() == 8  # three variants: never more sessions than before
+    sweep = RunConfig(**(TINY | {"batch_size": None, "sweep": {
+        "params": {"sw20.window_size": list(range(10, 34))}, "models": ["frontier", "small", "mid"]}}))
+    assert len(sweep.variants()) == 3 * (24 + 2)
+    assert sweep.sessions_per_batch() == 1
+    assert len(plan(sweep)) == sweep.sessions
+    eleven = RunConfig(**(default | {"strategies": default["strategies"] + [{"name": "unbounded"}]}))
+    assert eleven.sessions_per_batch() == 7
+    # Chosen or not, the size is part of the resolved config (and so of the hash that guards resume).
+    assert RunConfig(**default).resolved()["batch_size"] == 8
+    assert RunConfig(**default).config_hash() == RunConfig(**(default | {"batch_size": 8})).config_hash()
+    assert sweep.config_hash() != RunConfig(**(TINY | {"batch_size": 8, "sweep": sweep.sweep.model_dump()})).config_hash()
+
+
 def test_plan_is_the_same_for_every_executor_and_job_count() -> None:
     assert plan(tiny()) == plan(tiny(executor="process", jobs=7)) == plan(tiny(executor="dask", jobs=2))
 
