@@ -14,7 +14,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -24,7 +23,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 from reports.plots import OKABE_ITO, new_figure, no_data, plot_style, save_png, thousands
-from reports.stats import CONFIDENCE, Metric, bootstrap, rng_for
+from reports.stats import Metric, bootstrap, rng_for, wilson_interval
 
 #: The recall ratios of P6 are taken against this length ("4K" in mock-model.md 11).
 REFERENCE_LENGTH = 4096
@@ -171,20 +170,6 @@ def _ordered(names: Iterable[str]) -> list[str]:
 
 
 # Statistics -----------------------------------------------------------------------------------------------
-
-
-def wilson_interval(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """The Wilson score interval of a binomial share: unlike the normal one it stays inside [0, 1] and
-    is not empty at 0 or n hits, which matters for recall near 100%. (nan, nan) when n is 0."""
-    if n <= 0:
-        return math.nan, math.nan
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    share = hits / n
-    denominator = 1 + z * z / n
-    centre = (share + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / denominator
-    # At 0 or n hits the bound is exactly the share; rounding would put it a hair past it.
-    return min(share, max(0.0, centre - half)), max(share, min(1.0, centre + half))
 
 
 def with_lookup(frame: pd.DataFrame) -> pd.DataFrame:
@@ -481,6 +466,5 @@ __all__ = [
     "probe_ratios",
     "profile_colours",
     "ratio_figure",
-    "wilson_interval",
     "with_lookup",
 ]

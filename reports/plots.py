@@ -33,7 +33,7 @@ from matplotlib.ticker import FuncFormatter, PercentFormatter
 from harness.core.files import write_atomically
 from reports.decision import FRONT_X, FRONT_Y, pareto_front
 from reports.stats import headline as compute_headline
-from reports.stats import outcome_shares
+from reports.stats import outcome_shares, wilson_interval
 
 #: Fixed size and resolution: every PNG of every run has the same pixel size (990 x 550).
 FIGSIZE = (9.0, 5.0)
@@ -388,42 +388,67 @@ def _bucket_of(tokens: pd.Series) -> pd.Series:
 def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None,
                              min_calls: int = MIN_CALLS_PER_BUCKET) -> Figure:
     """Tool-syntax error rate (share of agent calls whose output was malformed) per context-size
-    bucket of the call's input tokens, per strategy."""
+    bucket of the call's input tokens: one panel per strategy, its rates with their 95% Wilson
+    intervals in colour over the other strategies' rates in grey. Buckets with fewer than
+    ``min_calls`` calls are left out (their rate is mostly noise)."""
     styles = _styles_for([calls], styles)
+    title = "Tool-syntax errors by context size"
+    xlabel = f"input tokens of the agent call (buckets with fewer than {min_calls} calls omitted)"
+    ylabel = "malformed agent calls (% of calls)"
     with plot_style():
-        fig, ax = new_figure()
-        ax.set_title("Tool-syntax errors by context size")
-        ax.set_xlabel(f"input tokens of the agent call (buckets with fewer than {min_calls} calls omitted)")
-        ax.set_ylabel("malformed agent calls (% of calls)")
         needed = ("strategy", "call_kind", "input_tokens", "malformed_kind")
         agent = calls[calls["call_kind"] == "agent"] if _has(calls, *needed) else pd.DataFrame()
-        if agent.empty:
-            no_data(ax, "no agent calls in this run")
+        rates: dict[str, pd.DataFrame] = {}
+        if not agent.empty:
+            agent = agent.assign(bucket=_bucket_of(agent["input_tokens"]),
+                                 malformed=agent["malformed_kind"].fillna("").astype(str) != "")
+            for strategy, group in agent.groupby("strategy", sort=True):
+                counts = group.groupby("bucket")["malformed"].agg(["sum", "size"])
+                counts = counts[counts["size"] >= min_calls]
+                if not counts.empty:
+                    bounds = [wilson_interval(float(k), float(n)) for k, n in zip(counts["sum"], counts["size"],
+                                                                                  strict=True)]
+                    rates[str(strategy)] = counts.assign(rate=counts["sum"] / counts["size"],
+                                                         low=[b[0] for b in bounds], high=[b[1] for b in bounds])
+        if not rates:
+            fig, ax = new_figure()
+            fig.suptitle(title, fontweight="bold", fontsize=12)
+            fig.supxlabel(xlabel, fontsize=10)
+            fig.supylabel(ylabel, fontsize=10)
+            no_data(ax, "no agent calls in this run" if agent.empty
+                    else f"no context bucket has {min_calls} agent calls")
             return fig
-        agent = agent.assign(bucket=_bucket_of(agent["input_tokens"]),
-                             malformed=agent["malformed_kind"].fillna("").astype(str) != "")
-        names = sorted(str(s) for s in agent["strategy"].unique())
-        # Spread the strategies a little along x so equal rates (often 0%) do not hide each other.
-        width = 0.5
-        offsets = {n: (i - (len(names) - 1) / 2) * (width / max(len(names), 1)) for i, n in enumerate(names)}
-        for strategy, group in agent.groupby("strategy", sort=True):
-            rates = group.groupby("bucket")["malformed"].agg(["mean", "size"])
-            rates = rates[rates["size"] >= min_calls]
-            if rates.empty:
-                continue
-            style = styles[str(strategy)]
-            x = rates.index.to_numpy(dtype=float) + offsets[str(strategy)]
+        # One panel per strategy: ten strategies' lines on one axes sit on top of each other (most
+        # rates are near 0%), and their intervals could not be drawn at all.
+        fig, axes = _panel_figure(len(rates))
+        for ax, (strategy, own) in zip(axes, rates.items(), strict=False):
+            for other, other_rates in rates.items():
+                if other != strategy:
+                    ax.plot(other_rates.index.to_numpy(dtype=float), other_rates["rate"].to_numpy(),
+                            color="#BBBBBB", linewidth=0.7, marker=".", markersize=3, clip_on=False)
+            style = styles[strategy]
+            x = own.index.to_numpy(dtype=float)
+            ax.vlines(x, own["low"].to_numpy(), own["high"].to_numpy(), color=style.colour, linewidth=1.0,
+                      alpha=0.6)
             # Unclipped: a 0% rate sits on the x axis and would otherwise lose half its marker.
-            ax.plot(x, rates["mean"].to_numpy(), marker=style.marker, markersize=5, linewidth=1.2, clip_on=False,
-                    label=short_label(str(strategy)), **_style_kw(style))
-        ax.set_xticks(range(len(CONTEXT_BUCKETS)), [label for _low, _high, label in CONTEXT_BUCKETS])
-        ax.set_xlim(-0.5, len(CONTEXT_BUCKETS) - 0.5)
-        ax.set_ylim(bottom=0)
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
-        if not ax.lines:
-            ax.text(0.5, 0.5, f"no context bucket has {min_calls} agent calls", transform=ax.transAxes,
-                    ha="center", va="center", color="#555555")
-        _legend(fig, ax)
+            ax.plot(x, own["rate"].to_numpy(), marker=style.marker, markersize=4, linewidth=1.4, clip_on=False,
+                    **_style_kw(style))
+            ax.set_title(short_label(strategy, 22), fontsize=9, fontweight="normal")
+            ax.tick_params(labelsize=7)
+        axes[0].set_xticks(range(len(CONTEXT_BUCKETS)), [label for _low, _high, label in CONTEXT_BUCKETS])
+        for ax in axes:
+            ax.tick_params(axis="x", labelrotation=45)
+        axes[0].set_xlim(-0.5, len(CONTEXT_BUCKETS) - 0.5)
+        axes[0].set_ylim(bottom=0)
+        axes[0].yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
+        fig.suptitle(title, fontweight="bold", fontsize=12)
+        fig.supxlabel(xlabel, fontsize=10)
+        fig.supylabel(ylabel, fontsize=10)
+        key = [Line2D([], [], color="#333333", linewidth=1.4, marker="o", markersize=4, label="this panel's\nstrategy"),
+               Line2D([], [], color="#333333", linewidth=1.0, alpha=0.6, marker="|", markersize=8, linestyle="none",
+                      label="95% Wilson\ninterval"),
+               Line2D([], [], color="#BBBBBB", linewidth=0.7, marker=".", label="other\nstrategies")]
+        fig.legend(handles=key, loc="outside right upper", frameon=False, fontsize=8, labelspacing=1.0)
     return fig
 
 

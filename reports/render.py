@@ -88,7 +88,8 @@ PLOTS: tuple[Plot, ...] = (
          "strategies' in grey. For each x, the share of sessions that finished within x seconds of simulated "
          "time. Compare the medians (the dot at y = 0.5) and the tails (y near 1)."),
     Plot("syntax_errors_by_context", "Tool-syntax errors by context size",
-         "Malformed tool calls against the context size at the call. A rising curve is the long-context "
+         "Malformed tool calls against the context size at the call, one panel per strategy with its 95% Wilson "
+         "intervals (vertical bars), the other strategies in grey. A rising curve is the long-context "
          "degradation the mock model is calibrated to; strategies that keep contexts short stay left of it."),
     Plot("cost_vs_success", "Cost per solved session against success",
          f"Each strategy's success rate (x, higher is better) against its cost per solved session (y, lower is "

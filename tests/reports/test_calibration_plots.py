@@ -23,7 +23,6 @@ from reports.calibration import (
     probe_means,
     probe_ratios,
     profile_colours,
-    wilson_interval,
 )
 from reports.plots import DPI, FIGSIZE
 
@@ -118,25 +117,6 @@ def test_profile_colours_are_fixed_for_built_ins_and_distinct() -> None:
     assert {n: colours[n] for n in PROFILES} == {n: PROFILE_COLOURS[n] for n in PROFILES}
     assert colours["alpha"] != colours["zeta"]
     assert len({colours[n] for n in PROFILES}) == len(PROFILES)
-
-
-# Statistics -----------------------------------------------------------------------------------------------
-
-
-def test_wilson_interval_textbook_value() -> None:
-    low, high = wilson_interval(50, 100)
-    assert (low, high) == pytest.approx((0.4038, 0.5962), abs=1e-4)
-
-
-@pytest.mark.parametrize(("hits", "n"), [(0, 10), (10, 10), (3, 7), (1999, 2000)])
-def test_wilson_interval_contains_the_share_and_stays_in_0_1(hits: int, n: int) -> None:
-    low, high = wilson_interval(hits, n)
-    assert 0 <= low <= hits / n <= high <= 1
-    assert high - low > 0
-
-
-def test_wilson_interval_of_nothing_is_nan() -> None:
-    assert all(math.isnan(v) for v in wilson_interval(0, 0))
 
 
 def test_probe_means_and_paired_ratios() -> None:

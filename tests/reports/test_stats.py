@@ -4,6 +4,8 @@ included), and Wilson intervals where a rate of none or all of its events leaves
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -184,6 +186,17 @@ def test_wilson_interval_of_zero_events_has_a_real_upper_bound() -> None:
     # Away from the edges it is the textbook interval: 10 of 40 -> about [14.2%, 40.2%].
     low, high = wilson_interval(10, 40)
     assert (round(low, 3), round(high, 3)) == (0.142, 0.402)
+
+
+@pytest.mark.parametrize(("hits", "n"), [(0, 10), (10, 10), (3, 7), (1999, 2000)])
+def test_wilson_interval_contains_the_share_and_stays_in_0_1(hits: int, n: int) -> None:
+    low, high = wilson_interval(hits, n)
+    assert 0 <= low <= hits / n <= high <= 1
+    assert high - low > 0
+
+
+def test_wilson_interval_of_nothing_is_nan() -> None:
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
 
 
 def test_headline_uses_wilson_at_zero_or_all_events_and_the_bootstrap_otherwise() -> None:

@@ -134,7 +134,9 @@ def test_an_unset_batch_size_keeps_a_batch_near_80_replays() -> None:
     # Chosen or not, the size is part of the resolved config (and so of the hash that guards resume).
     assert RunConfig(**default).resolved()["batch_size"] == 8
     assert RunConfig(**default).config_hash() == RunConfig(**(default | {"batch_size": 8})).config_hash()
-    assert sweep.config_hash() != RunConfig(**(TINY | {"batch_size": 8, "sweep": sweep.sweep.model_dump()})).config_hash()
+    assert sweep.sweep is not None
+    eight = RunConfig(**(TINY | {"batch_size": 8, "sweep": sweep.sweep.model_dump()}))
+    assert sweep.config_hash() != eight.config_hash()
 
 
 def test_plan_is_the_same_for_every_executor_and_job_count() -> None:
