@@ -1,4 +1,4 @@
-"""Test-wide settings: hypothesis profiles and plugin isolation.
+"""Test-wide settings: hypothesis profiles, plugin isolation, and the browser tests' screenshots.
 
 Every run of the suite, on every machine and with or without ``CI`` set, uses ``ctxbench-ci``: a child
 of hypothesis' built-in ``ci`` profile (derandomized, no example database) with a fixed example count,
@@ -6,12 +6,19 @@ so ``make test`` executes the same examples everywhere and passes or fails for e
 Random exploration is separate: ``make test-deep`` (``HYPOTHESIS_PROFILE=deep``) draws many more random
 examples with the example database on; every counterexample it finds is fixed at its cause and kept
 as an explicit ``@example`` of its property.
+
+The browser tests keep their screenshots (`keep_screenshot`) in ``$CTXBENCH_SCREENSHOTS`` (CI sets it)
+or in the session's pytest temporary folder, and the end of the test output lists them.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Third-party strategies installed in the environment must not change what the tests see.
@@ -37,3 +44,35 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ctxbench-ci")
+
+
+#: Screenshots kept by this session's tests: (what it shows, where it is).
+KEPT_SCREENSHOTS: list[tuple[str, Path]] = []
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = os.environ.get("CTXBENCH_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.getbasetemp() / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder.resolve()
+
+
+@pytest.fixture
+def keep_screenshot(screenshot_dir: Path) -> Callable[[str, Path], Path]:
+    """Copy a test's screenshot where it outlives the test and list it at the end of the output."""
+
+    def keep(what: str, png: Path) -> Path:
+        kept = screenshot_dir / png.name
+        shutil.copyfile(png, kept)
+        KEPT_SCREENSHOTS.append((what, kept))
+        return kept
+
+    return keep
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if KEPT_SCREENSHOTS:
+        terminalreporter.section("browser screenshots")
+        for what, path in KEPT_SCREENSHOTS:
+            terminalreporter.write_line(f"{what}: {path}")

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +241,8 @@ def first_divergence(run_dir: Path, scenario: str, index: int, a: str, b: str) -
     return None
 
 
-def test_the_explorer_in_headless_chromium(run_dir: Path, page: Path, tmp_path: Path) -> None:
+def test_the_explorer_in_headless_chromium(run_dir: Path, page: Path, tmp_path: Path,
+                                           keep_screenshot: Callable[[str, Path], Path]) -> None:
     browser_path = chromium()
     sync_playwright = playwright()
     sessions = load(run_dir).sessions  # in the page's row order
@@ -325,7 +327,7 @@ def test_the_explorer_in_headless_chromium(run_dir: Path, page: Path, tmp_path: 
     assert problems == []
     for name, path in shots.items():
         assert path.stat().st_size > 10_000, name
-        print(f"explorer screenshot ({name}): {path}")
+        keep_screenshot(f"session explorer, {name}", path)
 
 
 def test_a_run_without_events_opens_in_chromium_and_says_so(tmp_path: Path) -> None:

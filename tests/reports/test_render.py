@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -469,10 +470,18 @@ def screenshot(browser: str, page_path: Path, png: Path, profile: Path) -> np.nd
         return np.asarray(image.convert("RGB"), dtype=np.int16)
 
 
-def test_report_renders_in_headless_chromium_and_shows_the_headline_table(run_dir: Path, tmp_path: Path) -> None:
+def test_report_renders_in_headless_chromium_and_shows_the_headline_table(
+        run_dir: Path, tmp_path: Path, keep_screenshot: Callable[[str, Path], Path]) -> None:
+    from PIL import Image
+
     browser = chromium()
     original = screenshot(browser, run_dir / "report.html", tmp_path / "report.png", tmp_path / "profile-a")
     assert original.shape[:2] == (2000, 1280)
+    # What a reader sees before scrolling, on a laptop screen: the decision and the headline table.
+    first_screen = tmp_path / "report-first-screen.png"
+    with Image.open(tmp_path / "report.png") as image:
+        image.crop((0, 0, 1280, 800)).save(first_screen)
+    keep_screenshot("report, first screen (1280x800)", first_screen)
 
     # Not blank: real content in many colours, not a white (or single-colour) page.
     non_white = (original < 235).any(axis=2).mean()
