@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import Any, ClassVar, Literal, TypeAlias, cast, get_args
 
 from harness.core.stubs import parse_stub
 from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, Tokenizer, default_tokenizer
@@ -134,17 +134,36 @@ _NO_KEYS: frozenset[str] = frozenset()
 class TextMeter:
     """How a session measures text: its tokenizer and the facts of its script.
 
-    Every message remembers the meter it was built with, so `rebuild` recounts with the same one.
+    Every message remembers the meter it was built with, so `rebuild` recounts with the same one. A
+    meter remembers what it measured (`measure`): a session's script replayed under ten strategies
+    builds the same tool results and thoughts ten times, and each text is counted and scanned once.
     """
 
     tokenizer: Tokenizer
     scanner: FactScanner
+    #: text -> (tokens, facts, decoys); cleared when it reaches `MEMO_LIMIT` texts.
+    memo: dict[str, tuple[int, frozenset[str], frozenset[str]]] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    #: Texts remembered at most (a script has a few thousand; the bound is for a meter shared by
+    #: everything outside sessions).
+    MEMO_LIMIT: ClassVar[int] = 100_000
 
     @classmethod
     def for_facts(
         cls, facts: Mapping[str, str] | None = None, tokenizer: Tokenizer | None = None, decoys: Iterable[str] = ()
     ) -> TextMeter:
         return cls(tokenizer or default_tokenizer(), FactScanner(facts, decoys))
+
+    def measure(self, text: str) -> tuple[int, frozenset[str], frozenset[str]]:
+        """(tokens, facts, decoys) of ``text``: its token count and the facts and decoys it holds."""
+        hit = self.memo.get(text)
+        if hit is None:
+            if len(self.memo) >= self.MEMO_LIMIT:
+                self.memo.clear()
+            hit = (self.tokenizer.count(text), self.scanner.scan(text), self.scanner.scan_decoys(text))
+            self.memo[text] = hit
+        return hit
 
 
 _default_meter: TextMeter | None = None
@@ -218,9 +237,7 @@ class Message:
         elif kind not in KINDS:
             raise ValueError(f"unknown message kind {kind!r}")
         meter = meter or default_meter()
-        count = meter.tokenizer.count
-        scan = meter.scanner.scan
-        scan_decoys = meter.scanner.scan_decoys
+        measure = meter.measure
 
         tokens = MESSAGE_OVERHEAD_TOKENS
         facts: set[str] = set()
@@ -230,15 +247,15 @@ class Message:
         error: ErrorInfo | None = None
         for block in blocks:
             text = block_text(block)
-            n = count(text)
+            n, in_facts, in_decoys = measure(text)
             tokens += n
-            facts |= scan(text)
-            decoys |= scan_decoys(text)
+            facts |= in_facts
+            decoys |= in_decoys
             if isinstance(block, ToolResult):
                 stub = parse_stub(block.content)
                 if stub is not None:
                     covers.update(stub.keys)
-                    raw += count(stub.preview)
+                    raw += meter.tokenizer.count(stub.preview)
                 elif kind in ("observation", "error", "handle"):
                     raw += n
                 if error is None and block.status == "error":

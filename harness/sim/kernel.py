@@ -55,6 +55,20 @@ def clone(strategy: ContextStrategy) -> ContextStrategy:
     return type(strategy)(strategy.params)
 
 
+#: The last script measured and its meter: a worker replays one script under every variant in a row,
+#: so the variants after the first find its texts already counted and scanned (`TextMeter.measure`).
+_last_meter: tuple[SessionScript, TextMeter] | None = None
+
+
+def meter_of(script: SessionScript) -> TextMeter:
+    """The meter of ``script``'s facts and decoys, shared by consecutive replays of the same script."""
+    global _last_meter
+    if _last_meter is None or _last_meter[0] is not script:
+        decoys = [d for ds in script.decoys.values() for d in ds]
+        _last_meter = (script, TextMeter.for_facts(script.fact_values(), decoys=decoys))
+    return _last_meter[1]
+
+
 class Replay:
     """One session under one strategy. Use `replay`."""
 
@@ -69,8 +83,7 @@ class Replay:
         self.session_index = session_index
         self.label = strategy_label or strategy.name
         self.seed = script.seed
-        decoys = [d for ds in script.decoys.values() for d in ds]
-        self.meter = TextMeter.for_facts(script.fact_values(), decoys=decoys)
+        self.meter = meter_of(script)
         self.model = MockModel(script, profile, tokenizer=self.meter.tokenizer)
         self.system_tokens = script.system_prompt_tokens
         self.clock = SimClock()

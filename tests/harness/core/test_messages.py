@@ -367,3 +367,27 @@ def test_from_converse_rejects_bad_status() -> None:
 
 def test_handle_for_is_sha256_prefix() -> None:
     assert handle_for("abc") == "ref_" + hashlib.sha256(b"abc").hexdigest()[:12]
+
+
+def test_a_meter_measures_each_text_once_and_the_same_as_counting_and_scanning_it() -> None:
+    meter = TextMeter.for_facts(FACTS, decoys=["pod-decoy-1"])
+    text = f"{next(iter(FACTS.values()))} and pod-decoy-1 and more"
+    first = meter.measure(text)
+    assert first == (count_tokens(text), meter.scanner.scan(text), meter.scanner.scan_decoys(text))
+    assert first[1] and first[2]
+    assert meter.measure(text) is first  # remembered, not measured again
+    message = Message.build("user", [Text(text)], meter=meter)
+    assert message.tokens == MESSAGE_OVERHEAD_TOKENS + first[0]
+    assert message.facts == first[1] and message.decoys == first[2]
+
+
+def test_a_meters_memory_is_bounded() -> None:
+    meter = TextMeter.for_facts(FACTS)
+    limit = TextMeter.MEMO_LIMIT
+    try:
+        TextMeter.MEMO_LIMIT = 3  # type: ignore[misc]
+        for i in range(7):
+            assert meter.measure(f"text {i}")[0] == count_tokens(f"text {i}")
+            assert len(meter.memo) <= 3
+    finally:
+        TextMeter.MEMO_LIMIT = limit  # type: ignore[misc]

@@ -636,3 +636,27 @@ def test_caching_false_turns_prompt_caching_off() -> None:
         cache.account(window[:1], None, 0.0)
     assert on.account(window, None, 1.0)[0] > 0
     assert off.account(window, None, 1.0) == (0, 0)
+
+
+# Work shared between the replays of one script ------------------------------------------------------------
+
+
+def test_replays_of_one_script_share_its_meter_and_a_warm_meter_changes_nothing() -> None:
+    import scenarios
+    from harness.sim.kernel import meter_of
+
+    script = scenarios.generate("mix", 11, turns=40)
+    cold = replay(script, "sliding_window", "frontier", events=True)
+    assert meter_of(script) is meter_of(script)
+    warm_texts = len(meter_of(script).memo)
+    assert warm_texts > 0
+    for name in ("unbounded", "observation_masking", "summarize"):
+        replay(script, name, "frontier", events=True)
+    warm = replay(script, "sliding_window", "frontier", events=True)
+    assert warm.record == cold.record
+    assert [c.as_row() for c in warm.calls] == [c.as_row() for c in cold.calls]
+    assert warm.event_rows == cold.event_rows
+    # Another script gets its own meter: facts are the script's.
+    other = scenarios.generate("mix", 12, turns=40)
+    assert meter_of(other) is not meter_of(script)
+    assert meter_of(other).scanner.facts == dict(sorted(other.fact_values().items()))
