@@ -36,15 +36,24 @@ class Window(list[Message]):
     any mutation, at O(changed messages) cost.
     """
 
-    __slots__ = ("_touched", "fact_counts", "raw_tokens", "tokens")
+    __slots__ = ("_touched", "fact_counts", "raw_tokens", "step_kinds", "tokens")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__()
         self.tokens = 0
         self.raw_tokens = 0
         self.fact_counts: Counter[str] = Counter()
+        #: (role, step_id, kind) -> messages of that step in the window: lets a reader that looks for
+        #: a step's last result or action learn in O(1) that there is none, instead of scanning the
+        #: whole window every turn (which made long sessions quadratic).
+        self.step_kinds: Counter[tuple[str, str, str]] = Counter()
         self._touched: int | None = None
         self.extend(messages)
+
+    def holds(self, role: str, step_id: str, kinds: Iterable[str]) -> bool:
+        """Whether a message of ``role`` and ``step_id`` with one of ``kinds`` is in the window."""
+        counts = self.step_kinds
+        return any((role, step_id, kind) in counts for kind in kinds)
 
     def _touch(self, index: int) -> None:
         if self._touched is None or index < self._touched:
@@ -63,6 +72,8 @@ class Window(list[Message]):
         self.raw_tokens += m.raw_tokens
         for key in m.facts:
             self.fact_counts[key] += 1
+        if m.step_id is not None:
+            self.step_kinds[(m.role, m.step_id, m.kind)] += 1
 
     def _removed(self, m: Message) -> None:
         self.tokens -= m.tokens
@@ -73,6 +84,13 @@ class Window(list[Message]):
                 self.fact_counts[key] = left
             else:
                 del self.fact_counts[key]
+        if m.step_id is not None:
+            step = (m.role, m.step_id, m.kind)
+            left = self.step_kinds[step] - 1
+            if left:
+                self.step_kinds[step] = left
+            else:
+                del self.step_kinds[step]
 
     def append(self, m: Message) -> None:
         self._added(m)
@@ -108,6 +126,7 @@ class Window(list[Message]):
         self.tokens = 0
         self.raw_tokens = 0
         self.fact_counts.clear()
+        self.step_kinds.clear()
 
     @overload
     def __setitem__(self, index: SupportsIndex, value: Message) -> None: ...

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.context import Window
 from harness.core.crn import z
 from harness.core.messages import Message
 from harness.sim.clock import SimClock
@@ -25,25 +24,31 @@ class PromptCache:
     def __init__(self, profile: Profile, system_tokens: int) -> None:
         self.profile = profile
         self.system_tokens = system_tokens
+        #: The previous prompt's messages and their running token sums (``_sums[i]``: tokens of the
+        #: first i), kept up to date from the first changed message on, so that a window that only
+        #: grows costs O(new messages) per call, not O(window): linear sessions, not quadratic.
         self._previous: list[Message] = []
+        self._sums: list[int] = [0]
         self._last_use: float | None = None
 
     def account(self, window: Sequence[Message], touched: int | None, now: float) -> tuple[int, int]:
         """(cached, written) tokens of a prompt made of the system prefix and ``window``. ``touched``
         is the first index the strategy may have changed since the last prompt (None: compare all)."""
-        prev = self._previous
+        prev, sums = self._previous, self._sums
         limit = min(len(prev), len(window))
         same = limit if touched is None else min(limit, touched)
-        while same < limit and window[same] == prev[same]:
+        while same < limit and (window[same] is prev[same] or window[same] == prev[same]):
             same += 1
-        # Sum the shorter side: the prefix, or the part after it.
-        if same <= len(window) - same:
-            prefix = sum(m.tokens for m in window[:same])
-        else:
-            prefix = sum(m.tokens for m in window) - sum(m.tokens for m in window[same:])
-        self._previous = list(window)
+        prefix = sums[same]
+        del prev[same:]
+        del sums[same + 1:]
+        total = sums[-1]
+        for m in window[same:]:
+            prev.append(m)
+            total += m.tokens
+            sums.append(total)
         p = self.profile
-        prompt = self.system_tokens + (window.tokens if isinstance(window, Window) else sum(m.tokens for m in window))
+        prompt = self.system_tokens + total  # the window's tokens: sums[-1] covers it all now
         if not p.caching or p.cache_min_tokens is None or prompt < p.cache_min_tokens:
             return 0, 0
         cached_prefix = self.system_tokens + prefix

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from harness.core.context import Context
 from harness.core.crn import u
-from harness.core.messages import ErrorInfo, Message, Text, ToolUse, parse_error
+from harness.core.messages import KINDS, ErrorInfo, Message, Text, ToolUse, parse_error
 from harness.core.stubs import parse_stub
 from harness.core.tokens import Tokenizer, default_tokenizer
 from harness.core.tools import required_args
@@ -31,6 +31,8 @@ MALFORMED_SHARES: tuple[tuple[MalformedKind, float], ...] = (
     ("missing_field", 0.45), ("wrong_type", 0.30), ("invalid_json", 0.15), ("text_only", 0.10),
 )
 RAW_KEY = "_raw"
+#: The kinds of message that hold a step's tool result.
+_RESULT_KINDS = ("observation", "error", "handle")
 _FILLER = (" I weigh what the last outputs showed, which facts the next call needs, and whether any "
            "earlier finding changes the plan before acting.")
 
@@ -144,14 +146,18 @@ class MockModel:
         return None
 
     def _last_result(self, ctx: Context, step_id: str) -> Message | None:
+        if not ctx.messages.holds("user", step_id, _RESULT_KINDS):
+            return None
         for m in reversed(ctx.messages):
-            if m.role == "user" and m.step_id == step_id and m.kind in ("observation", "error", "handle"):
+            if m.role == "user" and m.step_id == step_id and m.kind in _RESULT_KINDS:
                 return m
             if m.role == "user" and m.kind in ("task",):
                 break
         return None
 
     def _last_action(self, ctx: Context, step_id: str) -> ToolUse | None:
+        if not ctx.messages.holds("assistant", step_id, KINDS):
+            return None
         for m in reversed(ctx.messages):
             if m.role == "assistant" and m.step_id == step_id:
                 for b in m.blocks:
@@ -161,6 +167,9 @@ class MockModel:
         return None
 
     def _nudge_visible(self, ctx: Context, step_id: str) -> bool:
+        window = ctx.messages
+        if not (window.holds("user", step_id, ("nudge",)) or window.holds("assistant", step_id, ("nudge",))):
+            return False
         return any(m.kind == "nudge" and m.step_id == step_id for m in reversed(ctx.messages))
 
     # Drawing ---------------------------------------------------------------------------------------

@@ -15,13 +15,14 @@ METER = TextMeter.for_facts(FACTS)
 
 
 def obs(i: int, text: str) -> Message:
-    return Message.build("user", [ToolResult(f"t{i}", "success", text)], meter=METER)
+    # Two steps share the results: the step index (`Window.step_kinds`) is checked under every mutation.
+    return Message.build("user", [ToolResult(f"t{i}", "success", text)], step_id=f"s{i % 2}", meter=METER)
 
 
 def msgs() -> list[Message]:
     return [
         Message.build("user", [Text("find pod api-7f9c-q2kx")], kind="task", meter=METER),
-        Message.build("assistant", [ToolUse("t1", "logs", {"pod": "api-7f9c-q2kx"})], meter=METER),
+        Message.build("assistant", [ToolUse("t1", "logs", {"pod": "api-7f9c-q2kx"})], step_id="s1", meter=METER),
         obs(1, "trace trc-zz91-mmp3 on node-b4k2-77aa\n" * 5),
         Message.build("assistant", [Text("and the node node-b4k2-77aa")], meter=METER),
         obs(2, "plain output with nothing"),
@@ -41,6 +42,10 @@ def check_totals(w: Window) -> None:
         expected.update(m.facts)
     assert dict(w.fact_counts) == dict(expected)
     assert all(v > 0 for v in w.fact_counts.values())
+    steps = Counter((m.role, m.step_id, m.kind) for m in w if m.step_id is not None)
+    assert dict(w.step_kinds) == dict(steps)
+    for role, step, kind in [*steps, ("user", "s9", "observation"), ("assistant", "s0", "action")]:
+        assert w.holds(role, step, [kind, "nudge"]) is ((role, step, kind) in steps)
 
 
 def _iadd(w: Window) -> None:
