@@ -10,32 +10,19 @@ Scripts are generated (and their texts tokenized) before anything is timed.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 import scenarios
 import strategies
+from harness.run.speed import LINEARITY_PARAMS as PARAMS
+from harness.run.speed import interleaved_best
 from harness.sim.kernel import SessionResult, replay
 from harness.sim.profiles import profile
 from scenarios.base import SessionScript
-from tests.benchmarks.timing import interleaved_best
 
 N = 80
 FAMILY, SEED = "k8s_crashloop", 0
 PROFILE = profile("oracle")
-#: Params that let every strategy play a whole session with its own mechanism at work: task facts
-#: pinned for the sliders (else they lose the task and loop), no token budget for offloading, and
-#: summary triggers that fire at both lengths.
-PARAMS: dict[str, dict[str, Any]] = {
-    "sliding_window": {"pin_first": 1},
-    "truncate_then_slide": {"pin_first": 1},
-    "offload_contracts": {"token_budget": 10**9},
-    "pipeline": {"stages": [{"name": "offload_contracts", "params": {"token_budget": 10**9}},
-                            {"name": "sliding_window", "params": {"pin_first": 1}}]},
-    "condense": {"max_size": 60},
-    "summarize": {"trigger_turns": 21, "keep_turns": 10},
-}
 SUMMARIZING = frozenset({"condense", "summarize", "hybrid"})
 
 

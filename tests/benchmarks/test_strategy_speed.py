@@ -16,8 +16,8 @@ from harness.core.context import Context
 from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.tokens import TiktokenTokenizer
 from harness.run.config import DEFAULT_PIPELINE
+from harness.run.speed import interleaved_best
 from strategies.base import CannotReduce, ContextStrategy
-from tests.benchmarks.timing import interleaved_best
 
 SHORT, LONG = 250, 500
 #: Large enough that no strategy overflows, so both lengths replay every turn.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.core.tokens import FastTokenizer, TiktokenTokenizer, needs_tiktoken
-from tests.benchmarks.timing import interleaved_best
+from harness.run.speed import interleaved_best
 from tests.harness.core.test_tokens_differential import real_texts, session_texts
 
 SESSIONS = 20

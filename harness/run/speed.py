@@ -1,0 +1,393 @@
+"""The simulator's speed goals, measured on this machine: what ``ctxbench bench`` prints.
+
+Every figure is taken in one run, and the goals that compare two things (replay against the
+tokenization floor, a session of 2N turns against one of N, ours against strands') time both sides in
+alternation and keep each side's best, so that a burst of load from other processes hits both alike
+(`interleaved_best`). Absolute rates depend on the machine and its load; the ratios much less.
+
+- P1 replays per second of the default mix (every strategy over the same sessions) on all cores,
+  from a real run (planning, workers, parts, tables; no report).
+- P2 the replay cost of a few sessions against their tokenization floor: counting each distinct text
+  the replays measured once, with a fresh default tokenizer (no cache), in the same process.
+- P3 the replay time of a session of 2N turns over one of N turns, for every strategy.
+- P4 the peak RSS of the parent process of a run, at two sizes, and its growth per 1,000 sessions,
+  extrapolated to 100,000 sessions (said as an extrapolation).
+- P5 each strategy operation against strands' manager on the same history (when strands-agents is
+  installed: it is a test dependency).
+- P6 (the report of 30,000 session rows) is timed by the command itself, which may use the reports
+  package; `tiled_run` makes its input here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import scenarios
+import strategies
+from harness.core import tokens
+from harness.core.crn import session_seed
+from harness.core.tokens import Tokenizer
+from harness.run.config import RunConfig, load_config
+from harness.sim.kernel import replay
+from harness.sim.profiles import profile
+
+__all__ = [
+    "LINEARITY_PARAMS",
+    "Goal",
+    "interleaved_best",
+    "linearity",
+    "peak_rss",
+    "replay_rate",
+    "strands_operations",
+    "tiled_run",
+    "tokenization_floor",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """One line of the table: the goal, its target, what was measured, whether it is met (None: not
+    measured here) and how it was measured."""
+
+    name: str
+    target: str
+    measured: str
+    met: bool | None
+    how: str
+    values: dict[str, Any]
+
+
+def interleaved_best(repeats: int, short: Callable[[], T], long: Callable[[], T], *,
+                     min_seconds: float = 0.05) -> tuple[float, float, T, T]:
+    """Best seconds per run of ``short`` and of ``long`` over ``repeats`` alternating samples, and the
+    results of their last runs. Each sample repeats its workload until the short one has run for
+    ``min_seconds``: a run shorter than the scheduler's time slice is preempted either never or once,
+    which would make the ratio of a 2 ms and a 4 ms run swing between 2 and 4 on a loaded machine."""
+    started = time.perf_counter()
+    short()
+    loops = max(1, math.ceil(min_seconds / max(time.perf_counter() - started, 1e-9)))
+    best = [math.inf, math.inf]
+    results: list[T] = []
+    for _ in range(repeats):
+        results = []
+        for i, work in enumerate((short, long)):
+            started = time.perf_counter()
+            for _ in range(loops):
+                result = work()
+            best[i] = min(best[i], (time.perf_counter() - started) / loops)
+            results.append(result)
+    return best[0], best[1], results[0], results[1]
+
+
+# P1 and P4: real runs in a child process ------------------------------------------------------------------
+
+_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from harness.run.config import load_config
+from harness.run.runner import run
+config = load_config(Path(sys.argv[1]), sessions=int(sys.argv[2]), jobs=int(sys.argv[3]))
+started = time.perf_counter()
+summary = run(config, Path(sys.argv[4]), quiet=True)
+seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds, "rows": len(summary.sessions),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _child_run(config_path: Path, sessions: int, jobs: int, out: Path) -> dict[str, Any]:
+    """Run ``config_path`` with ``sessions`` in a fresh process; its wall time (run() alone), rows and
+    the peak RSS of that process (the parent of the workers)."""
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(config_path), str(sessions), str(jobs), str(out)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the measuring run failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def replay_rate(config_path: Path, sessions: int, jobs: int, out: Path) -> tuple[Goal, dict[str, Any]]:
+    """P1: replays per second of a real run of ``config_path`` at ``sessions`` into ``out``."""
+    result = _child_run(config_path, sessions, jobs, out)
+    rate = result["rows"] / result["seconds"]
+    workers = jobs or os.cpu_count() or 1
+    goal = Goal("P1 replays per second", ">= 500/s on 2 cores", f"{rate:,.0f}/s on {workers} workers", rate >= 500,
+                f"ctxbench run {config_path.name} --sessions {sessions}: {result['rows']:,} replays in "
+                f"{result['seconds']:.1f} s (no report)", {"replays_per_s": rate, "workers": workers} | result)
+    return goal, result
+
+
+def peak_rss(config_path: Path, small: dict[str, Any], small_sessions: int, large: dict[str, Any],
+             large_sessions: int) -> Goal:
+    """P4: the parent's peak RSS at two run sizes, and its extrapolation to 100,000 sessions."""
+    slope = (large["peak_rss_mb"] - small["peak_rss_mb"]) / (large_sessions - small_sessions) * 1000
+    projected = large["peak_rss_mb"] + max(slope, 0.0) * (100_000 - large_sessions) / 1000
+    return Goal("P4 peak RSS, 100,000 sessions", "<= 1 GB", f"{projected:,.0f} MB (extrapolated)", projected <= 1024,
+                f"parent process of {config_path.name}: {small['peak_rss_mb']:,.0f} MB at {small_sessions:,} sessions, "
+                f"{large['peak_rss_mb']:,.0f} MB at {large_sessions:,}: {slope:+,.1f} MB per 1,000 sessions",
+                {"small_mb": small["peak_rss_mb"], "large_mb": large["peak_rss_mb"], "mb_per_1000_sessions": slope,
+                 "projected_mb": projected})
+
+
+# P2: replay against its tokenization floor -----------------------------------------------------------------
+
+
+class _Recorder:
+    """A tokenizer that remembers every text it was asked to count."""
+
+    def __init__(self, inner: Tokenizer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.texts: set[str] = set()
+
+    def count(self, text: str) -> int:
+        self.texts.add(text)
+        return self.inner.count(text)
+
+
+@contextmanager
+def _default_tokenizer(tokenizer: Tokenizer) -> Iterator[None]:
+    """Make ``tokenizer`` the process's default for a while (what new session meters use)."""
+    saved = tokens._default
+    tokens._default = tokenizer
+    try:
+        yield
+    finally:
+        tokens._default = saved
+
+
+def _fresh_tokenizer() -> Tokenizer:
+    """A new instance of the default tokenizer's class: its cache empty, as in a new worker."""
+    fresh: Tokenizer = type(tokens.default_tokenizer())()
+    return fresh
+
+
+def tokenization_floor(config: RunConfig, sessions: int, *, repeats: int = 3) -> Goal:
+    """P2: generating and replaying ``sessions`` sessions of ``config`` under every variant, serially
+    and with a cold tokenizer, against counting once each distinct text those replays counted."""
+    variants = config.variants()
+    planned = [(entry.name, entry.params, index) for entry in config.scenarios
+               for index in range(sessions)]
+
+    def work() -> int:
+        replays = 0
+        for name, params, index in planned:
+            script = scenarios.generate(name, session_seed(config.seed, name, index), **params)
+            for v in variants:
+                replay(script, strategies.create(v.entry.name, **v.entry.params), v.profile,
+                       **v.entry.switch_overrides(), events=config.events)
+                replays += 1
+        return replays
+
+    recorder = _Recorder(_fresh_tokenizer())
+    with _default_tokenizer(recorder):
+        work()
+    texts = sorted(recorder.texts)
+
+    def replays() -> int:
+        with _default_tokenizer(_fresh_tokenizer()):
+            return work()
+
+    def floor() -> int:
+        count = _fresh_tokenizer().count
+        return sum(count(t) for t in texts)
+
+    replay_s, floor_s, n, _ = interleaved_best(repeats, replays, floor)
+    ratio = replay_s / floor_s
+    chars = sum(len(t) for t in texts)
+    return Goal("P2 replay / tokenization floor", "<= 3x", f"{ratio:,.1f}x", ratio <= 3,
+                f"{n} replays ({sessions} sessions per scenario x {len(variants)} variants, serial, cold tokenizer) "
+                f"{replay_s:.2f} s; counting their {len(texts):,} distinct texts ({chars / 1e6:.1f} M characters) "
+                f"once {floor_s:.3f} s", {"ratio": ratio, "replay_s": replay_s, "floor_s": floor_s,
+                                            "texts": len(texts), "replays": n})
+
+
+# P3: linear in turns -----------------------------------------------------------------------------------------
+
+#: Params that let every strategy play a whole session with its own mechanism at work: task facts
+#: pinned for the sliders (else they lose the task and loop), no token budget for offloading, and
+#: summary triggers that fire at both lengths.
+LINEARITY_PARAMS: dict[str, dict[str, Any]] = {
+    "sliding_window": {"pin_first": 1},
+    "truncate_then_slide": {"pin_first": 1},
+    "offload_contracts": {"token_budget": 10**9},
+    "pipeline": {"stages": [{"name": "offload_contracts", "params": {"token_budget": 10**9}},
+                            {"name": "sliding_window", "params": {"pin_first": 1}}]},
+    "condense": {"max_size": 60},
+    "summarize": {"trigger_turns": 21, "keep_turns": 10},
+}
+#: The session of the linearity check: a k8s_crashloop script of N tool steps under the oracle profile
+#: (unlimited window: no overflow ends a session early).
+LINEARITY_FAMILY, LINEARITY_SEED, LINEARITY_PROFILE = "k8s_crashloop", 0, "oracle"
+
+
+def linearity(n: int, *, repeats: int = 3, names: list[str] | None = None) -> Goal:
+    """P3: per strategy, the replay time of a session of 2N tool steps over one of N steps."""
+    oracle = profile(LINEARITY_PROFILE)
+    short_script = scenarios.generate(LINEARITY_FAMILY, LINEARITY_SEED, turns=n)
+    long_script = scenarios.generate(LINEARITY_FAMILY, LINEARITY_SEED, turns=2 * n)
+    ratios: dict[str, float] = {}
+    turns: dict[str, tuple[int, int]] = {}
+    for name in names or strategies.names():
+        def play(script: Any, name: str = name) -> Any:
+            return replay(script, strategies.create(name, **LINEARITY_PARAMS.get(name, {})), oracle)
+
+        short_s, long_s, short, long = interleaved_best(repeats, lambda: play(short_script),
+                                                        lambda: play(long_script))
+        ratios[name] = long_s / short_s
+        turns[name] = (short.record.turns, long.record.turns)
+    worst = max(ratios, key=lambda k: ratios[k])
+    return Goal("P3 linear in turns (2N / N)", "<= 2.2 for every strategy",
+                f"worst {ratios[worst]:.2f} ({worst})", all(r <= 2.2 for r in ratios.values()),
+                f"{LINEARITY_FAMILY} with {n} and {2 * n} tool steps, {LINEARITY_PROFILE} profile: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items())),
+                {"ratios": ratios, "turns": turns})
+
+
+# P5: strategy operations against strands' managers ---------------------------------------------------------
+
+
+def strands_operations(turns: int = 200, *, repeats: int = 5) -> Goal:
+    """P5: our sliding window's and summarizer's reduction against strands' managers on the same
+    Converse history (the time of one management call after each of ``turns`` steps)."""
+    try:
+        from strands.agent.conversation_manager import (
+            SlidingWindowConversationManager,
+            SummarizingConversationManager,
+        )
+        from strands.types.exceptions import ContextWindowOverflowException
+    except ImportError:
+        return Goal("P5 operations vs strands", ">= strands' speed", "not measured", None,
+                    "strands-agents is not installed (it is a test dependency: pip install -e '.[dev]')", {})
+    return _strands_operations(SlidingWindowConversationManager, SummarizingConversationManager,
+                               ContextWindowOverflowException, turns, repeats)
+
+
+def _strands_operations(sliding: Any, summarizing: Any, overflow: type[Exception], turns: int,
+                        repeats: int) -> Goal:
+    import copy
+    import logging
+    from types import SimpleNamespace
+
+    from harness.core.context import Context
+    from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse, to_converse
+
+    logging.getLogger("strands").setLevel(logging.CRITICAL)
+    script = scenarios.generate("k8s_crashloop", 7, turns=turns)
+    meter = TextMeter.for_facts(script.fact_values())
+    history = [Message.build("user", [Text(script.task.text)], kind="task", meter=meter)]
+    for i, step in enumerate(script.steps):
+        history.append(Message.build("assistant", [Text(f"Step {step.id}"), ToolUse(f"t{i}", step.tool, {})],
+                                     step_id=step.id, meter=meter))
+        history.append(Message.build("user", [ToolResult(f"t{i}", "success", step.payload)], step_id=step.id,
+                                     meter=meter))
+    converse = [to_converse(m) for m in history]
+
+    class Aux:
+        """strands' auxiliary model for the summarizer: replies SUMMARY at once."""
+
+        async def stream(self, *args: Any, **kwargs: Any) -> Any:
+            event: dict[str, Any]
+            for event in ({"messageStart": {"role": "assistant"}},
+                          {"contentBlockDelta": {"delta": {"text": "SUMMARY"}}},
+                          {"contentBlockStop": {}}, {"messageStop": {"stopReason": "end_turn"}}):
+                yield event
+
+    def summarizer(ms: list[Message]) -> Message:
+        return Message.assistant("SUMMARY", meter=meter)
+
+    ratios: dict[str, float] = {}
+    cases: dict[str, tuple[Callable[[], Any], dict[str, Any]]] = {
+        "sliding_window": (lambda: sliding(window_size=40), {"window_size": 40}),
+        "summarize": (lambda: summarizing(summary_ratio=0.3, preserve_recent_messages=10),
+                      {"summary_ratio": 0.3, "preserve_recent_messages": 10})}
+    for name, (make_theirs, params) in cases.items():
+        def ours(name: str = name, params: dict[str, Any] = params) -> None:
+            strategy = strategies.create(name, **params)
+            ctx = Context.from_messages(list(history), window_tokens=10**9, summarizer=summarizer)
+            strategy.reduce(ctx, OverflowError("benchmark"))
+
+        def theirs(make: Callable[[], Any] = make_theirs) -> None:
+            agent = SimpleNamespace(messages=copy.deepcopy(converse), aux_model=Aux())
+            make().reduce_context(agent, e=overflow("benchmark"))
+
+        ours_s, theirs_s, _, _ = interleaved_best(repeats, ours, theirs)
+        ratios[name] = ours_s / theirs_s
+    worst = max(ratios, key=lambda k: ratios[k])
+    return Goal("P5 operations vs strands", "<= 1x strands' time", f"worst {ratios[worst]:.2f}x ({worst})",
+                all(r <= 1 for r in ratios.values()),
+                f"one reduce_context on a {len(history)}-message history: "
+                + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()), {"ratios": ratios})
+
+
+# P6: the input of the report's timing ----------------------------------------------------------------------
+
+
+def tiled_run(source: Path, target: Path, session_rows: int) -> int:
+    """Write into ``target`` a run directory whose tables repeat ``source``'s sessions (with new session
+    indices, whole sessions with their calls and events) until they hold at least ``session_rows``
+    session rows: the report's input at a size no quick run reaches. Returns its session rows."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from harness.core.rundir import CALLS_TABLE, CONFIG_FILE, EVENTS_TABLE, SESSIONS_TABLE, Manifest
+
+    manifest = Manifest.read(source)
+    sessions = pq.read_table(source / SESSIONS_TABLE)
+    copies = max(1, math.ceil(session_rows / max(sessions.num_rows, 1)))
+    stride = int(pa.compute.max(sessions["session_index"]).as_py() or 0) + 1
+    keys = {SESSIONS_TABLE: ["scenario", "session_index", "strategy"],
+            CALLS_TABLE: ["scenario", "session_index", "strategy", "call_index"]}
+    target.mkdir(parents=True, exist_ok=True)
+    rows: dict[str, int] = {}
+    checksums: dict[str, str] = {}
+    for name in (SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE):
+        if not (source / name).exists():
+            continue
+        table = pq.read_table(source / name)
+        index = table.schema.get_field_index("session_index")
+        tiled = pa.concat_tables([
+            table.set_column(index, "session_index",
+                             pa.compute.add(table["session_index"], pa.scalar(k * stride, table["session_index"].type)))
+            for k in range(copies)])
+        order = keys.get(name) or [c for c in ("scenario", "session_index", "strategy") if c in table.column_names]
+        tiled = tiled.sort_by([(c, "ascending") for c in order])
+        pq.write_table(tiled, target / name, compression="zstd")
+        rows[name] = tiled.num_rows
+        checksums[name] = hashlib.sha256((target / name).read_bytes()).hexdigest()
+    (target / CONFIG_FILE).write_bytes((source / CONFIG_FILE).read_bytes())
+    manifest.model_copy(update={"run_id": target.name, "rows": rows, "sha256": checksums}).write(target)
+    return rows[SESSIONS_TABLE]
+
+
+def default_config_path() -> Path:
+    """examples/default.toml if this is a checkout, else the embedded default config."""
+    from harness.run.config import DEFAULT_CONFIG
+
+    checkout = Path(__file__).resolve().parents[2] / "examples" / "default.toml"
+    return checkout if checkout.exists() else DEFAULT_CONFIG
+
+
+def scratch_dir() -> tempfile.TemporaryDirectory[str]:
+    """Where the measuring runs write: removed afterwards."""
+    return tempfile.TemporaryDirectory(prefix="ctxbench-bench-")
+
+
+def config_at(path: Path) -> RunConfig:
+    """The config of ``path``, as a run of it would read it."""
+    return load_config(path)

@@ -1,0 +1,80 @@
+"""The speed goals' measurements (harness/run/speed.py): each measures what it says on a small size,
+and the report's input at scale is a valid run directory. Only structure is checked here; the figures
+themselves are `ctxbench bench`'s output, never asserted as times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.core import tokens
+from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE, Manifest, verify_tables
+from harness.run import speed
+from harness.run.config import RunConfig
+from harness.run.runner import run
+from tests.harness.cli.invoke import TINY, write_config
+
+
+def test_interleaved_best_alternates_and_returns_the_last_results() -> None:
+    calls: list[str] = []
+    short_s, long_s, short, long = speed.interleaved_best(3, lambda: calls.append("s") or "S",
+                                                          lambda: calls.append("l") or "L", min_seconds=0.0)
+    assert (short, long) == ("S", "L")
+    assert calls == ["s", "s", "l", "s", "l", "s", "l"]  # one calibration run, then alternating
+    assert short_s >= 0 and long_s >= 0
+
+
+def test_the_floor_counts_every_text_the_replays_counted_once_with_a_cold_tokenizer() -> None:
+    config = RunConfig(**(TINY | {"sessions": 2}))
+    before = tokens.default_tokenizer()
+    goal = speed.tokenization_floor(config, 1, repeats=1)
+    assert tokens.default_tokenizer() is before  # the measurement's tokenizers are gone again
+    assert goal.values["replays"] == len(config.variants())
+    assert goal.values["texts"] > 10
+    assert goal.values["ratio"] == pytest.approx(goal.values["replay_s"] / goal.values["floor_s"])
+    assert goal.met is (goal.values["ratio"] <= 3)
+
+
+def test_linearity_replays_each_strategy_at_n_and_2n_steps() -> None:
+    goal = speed.linearity(20, repeats=1, names=["unbounded", "sliding_window"])
+    assert set(goal.values["ratios"]) == {"unbounded", "sliding_window"}
+    for short, long in goal.values["turns"].values():
+        assert 1.6 <= long / short <= 2.4
+    assert goal.met is all(r <= 2.2 for r in goal.values["ratios"].values())
+
+
+def test_strands_operations_time_both_sides_when_strands_is_installed() -> None:
+    pytest.importorskip("strands")
+    goal = speed.strands_operations(turns=40, repeats=1)
+    assert set(goal.values["ratios"]) == {"sliding_window", "summarize"}
+    assert goal.met is not None
+
+
+def test_a_run_in_a_child_process_reports_its_time_rows_and_memory(tmp_path: Path) -> None:
+    path = write_config(tmp_path, TINY | {"sessions": 2})
+    goal, result = speed.replay_rate(path, 2, 1, tmp_path / "out")
+    assert result["rows"] == 2 * len(TINY["strategies"])
+    assert result["peak_rss_mb"] > 10 and result["seconds"] > 0
+    assert goal.values["replays_per_s"] == pytest.approx(result["rows"] / result["seconds"])
+    bigger = speed.peak_rss(path, {"peak_rss_mb": 100.0}, 10, {"peak_rss_mb": 110.0}, 20)
+    assert bigger.values["mb_per_1000_sessions"] == pytest.approx(1000.0)
+    assert bigger.values["projected_mb"] == pytest.approx(110 + 1000 * (100_000 - 20) / 1000)
+    assert bigger.met is False
+
+
+def test_a_tiled_run_repeats_whole_sessions_and_checks_against_its_manifest(tmp_path: Path) -> None:
+    run(RunConfig(**(TINY | {"sessions": 3})), tmp_path / "src", quiet=True)
+    made = speed.tiled_run(tmp_path / "src", tmp_path / "tiled", 20)
+    source = pd.read_parquet(tmp_path / "src" / SESSIONS_TABLE)
+    tiled = pd.read_parquet(tmp_path / "tiled" / SESSIONS_TABLE)
+    assert made == len(tiled) == 4 * len(source)  # 6 rows a copy: four copies reach 20
+    assert not tiled.duplicated(["scenario", "session_index", "strategy"]).any()
+    assert tiled.equals(tiled.sort_values(["scenario", "session_index", "strategy"], kind="stable")
+                        .reset_index(drop=True))
+    for name in (CALLS_TABLE, EVENTS_TABLE):
+        assert len(pd.read_parquet(tmp_path / "tiled" / name)) == 4 * len(pd.read_parquet(tmp_path / "src" / name))
+    manifest = Manifest.read(tmp_path / "tiled")
+    verify_tables(tmp_path / "tiled", manifest)  # raises if a checksum does not match
+    assert manifest.rows[SESSIONS_TABLE] == made and set(manifest.sha256) == {SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE}
