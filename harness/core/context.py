@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 from typing import Any, SupportsIndex, overload
 
 from harness.core.messages import Message, from_converse
@@ -135,17 +136,26 @@ class Window(list[Message]):
     def __setitem__(self, index: Any, value: Any) -> None:
         if isinstance(index, slice):
             new = list(value)
-            for m in new:
-                if not isinstance(m, Message):
-                    raise TypeError(f"a window holds Message values, not {type(m).__name__}")
+            if not all(map(isinstance, new, repeat(Message))):
+                bad = next(m for m in new if not isinstance(m, Message))
+                raise TypeError(f"a window holds Message values, not {type(bad).__name__}")
             old = super().__getitem__(index)
-            start = index.indices(len(self))[0]
+            start, _stop, step = index.indices(len(self))
             super().__setitem__(index, new)
-            for m in old:
+            # A strategy rewrites the window as a whole (``ctx.messages[:] = new``) but mostly keeps its
+            # messages: only those between the common head and tail (the same objects) change the totals.
+            same_head = same_tail = 0
+            if step == 1:
+                shortest = min(len(old), len(new))
+                while same_head < shortest and old[same_head] is new[same_head]:
+                    same_head += 1
+                while same_tail < shortest - same_head and old[-1 - same_tail] is new[-1 - same_tail]:
+                    same_tail += 1
+            for m in old[same_head:len(old) - same_tail]:
                 self._removed(m)
-            for m in new:
+            for m in new[same_head:len(new) - same_tail]:
                 self._added(m)
-            self._touch(start)
+            self._touch(start + same_head)
         else:
             if not isinstance(value, Message):
                 raise TypeError(f"a window holds Message values, not {type(value).__name__}")

@@ -78,6 +78,13 @@ MUTATIONS: dict[str, Callable[[Window], object]] = {
     "slice_assign": _slice_assign_grow,
     "slice_assign_all": _slice_assign_all,
     "slice_assign_empty": lambda w: w.__setitem__(slice(2, 5), []),
+    # What strategies do: the whole window rewritten, most of it the same objects (a kept head and
+    # tail), or the same object twice, or the window reversed (same objects, other places).
+    "slice_assign_keep_head_and_tail": lambda w: w.__setitem__(slice(None), [*w[:1], *extra(), *w[3:]]),
+    "slice_assign_drop_front": lambda w: w.__setitem__(slice(None), [w[0], *w[3:]]),
+    "slice_assign_repeat": lambda w: w.__setitem__(slice(None), [*w, w[-1], w[-1]]),
+    "slice_assign_reordered": lambda w: w.__setitem__(slice(None), list(reversed(w))),
+    "slice_assign_middle": lambda w: w.__setitem__(slice(1, 5), [w[1], *extra(), w[4]]),
     "extended_slice_assign": _extended_slice,
     "item_assign": lambda w: w.__setitem__(2, obs(8, "replaced api-7f9c-q2kx")),
     "item_assign_negative": lambda w: w.__setitem__(-1, obs(8, "tail")),

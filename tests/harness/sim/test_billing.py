@@ -39,6 +39,8 @@ change = st.one_of(
     st.tuples(st.just("replace"), st.integers(0, 20), st.integers(0, len(POOL) - 1)),
     st.tuples(st.just("rebuild_equal"), st.integers(0, 20)),  # an equal message, not the same object
     st.tuples(st.just("clear"),),
+    st.tuples(st.just("rewrite_without"), st.integers(0, 20)),  # ctx.messages[:] = all but one, as strategies do
+    st.tuples(st.just("rewrite_same"),),
     st.tuples(st.just("wait"), st.floats(0, 900)),
 )
 
@@ -64,6 +66,11 @@ def test_running_sums_match_comparing_the_whole_prompt(turns: list[list[tuple]])
                 window[i] = Message.build(m.role, m.blocks, kind=m.kind, meter=METER)
             elif op == "clear":
                 window.clear()
+            elif op == "rewrite_without" and window:
+                i = args[0] % len(window)
+                window[:] = [*window[:i], *window[i + 1:]]
+            elif op == "rewrite_same":
+                window[:] = list(window)
             elif op == "wait":
                 now += args[0]
         now += 1.0
