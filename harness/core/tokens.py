@@ -132,6 +132,11 @@ class _CachedCounter:
         """(entries, capacity): lets benchmarks show that repeated texts are not re-encoded."""
         return len(self._cache), self._cache_size
 
+    def cache_clear(self) -> None:
+        """Forget every count: the next count of each text encodes it (a cold start, for measuring)."""
+        with self._lock:
+            self._cache.clear()
+
 
 class TiktokenTokenizer(_CachedCounter):
     """A tiktoken encoding with a bounded content-addressed count cache.

@@ -123,3 +123,13 @@ def test_per_message_overhead_is_four_and_added_once() -> None:
     assert m.tokens == 3 + 5 + 4
     empty = Message.build("assistant", [], meter=meter)
     assert empty.tokens == 4
+
+
+def test_cache_clear_forgets_every_count_and_counts_stay_the_same() -> None:
+    tokenizer = default_tokenizer()
+    fresh = type(tokenizer)()
+    assert fresh.count("a text to remember") == tokenizer.count("a text to remember")
+    assert fresh.cache_info()[0] == 1
+    fresh.cache_clear()
+    assert fresh.cache_info()[0] == 0
+    assert fresh.count("a text to remember") == tokenizer.count("a text to remember")
