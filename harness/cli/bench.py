@@ -19,7 +19,7 @@ from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers
 
 #: (P1 and P4's smaller run, P4's larger run, P2's sessions per scenario, P3's N, P6's session rows).
-SIZES = {"full": (100, 400, 4, 100, 30_000), "quick": (20, 80, 1, 40, 3_000)}
+SIZES = {"full": (100, 400, 4, 200, 30_000), "quick": (20, 80, 1, 60, 3_000)}
 
 
 def add_parser(subparsers: Subparsers) -> None:

@@ -248,7 +248,8 @@ LINEARITY_FAMILY, LINEARITY_SEED, LINEARITY_PROFILE = "k8s_crashloop", 0, "oracl
 
 def linearity(n: int, *, repeats: int = 3, names: list[str] | None = None) -> Goal:
     """P3: per strategy, the replay time of a session of 2N tool steps over one of N steps."""
-    oracle = profile(LINEARITY_PROFILE)
+    # The oracle's turn limit (250) would cut a long session short of its 2N steps.
+    oracle = profile(LINEARITY_PROFILE).model_copy(update={"max_turns": 10 * n + 100})
     short_script = scenarios.generate(LINEARITY_FAMILY, LINEARITY_SEED, turns=n)
     long_script = scenarios.generate(LINEARITY_FAMILY, LINEARITY_SEED, turns=2 * n)
     ratios: dict[str, float] = {}
