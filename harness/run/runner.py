@@ -27,8 +27,8 @@ from harness.run.store import (
     check_shard_fits,
     compact_parts,
     open_dir,
+    part_batches,
     prepare_dir,
-    read_batches,
     tables_are_current,
     write_part,
     write_tables,
@@ -177,9 +177,9 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[i
                 progress.advance(sizes[batch_id])
         finally:
             progress.close()
-        rows = read_batches(out_dir, config, [b.id for b in batches])
-        sessions = write_tables(out_dir, config, rows.sessions, rows.calls, batches=len(batches), started=started,
-                                shard=shard, events=rows.events)
+        # Streamed from the parts, one at a time: the parent never holds the run's rows.
+        sessions = write_tables(out_dir, config, part_batches(out_dir, config, [b.id for b in batches]),
+                                batches=len(batches), started=started, shard=shard)
         if not keep_parts:
             compact_parts(out_dir, config)
     return _summary(out_dir, sessions, len(todo), len(batches) - len(todo), started_wall)

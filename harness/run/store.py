@@ -8,18 +8,25 @@ run loses at most the batches in flight and a resumed run never duplicates a row
 before the manifest, which marks a finished run and holds their checksums. Nothing is trusted
 because it is there: a resume and a merge verify every part (`harness.run.parts`) and every table
 against the manifest before they use it, and refuse, naming the file, what they cannot repair.
+
+The tables are streamed: the rows go from the parts (or a merged shard's tables) to the Parquet files one
+batch at a time, so the parent holds a batch and a row group, never the run (a 100,000-session run has
+tens of millions of call rows). The files are byte for byte what one ``pq.write_table`` of the sorted,
+whole table wrote before they were streamed (`write_tables` says how).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,12 +34,13 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import tomli_w
 from pydantic import ValidationError
 
 import harness
-from harness.core.files import DirectoryBusy, lock_directory, remove_stale_temp_files, write_atomically
+from harness.core.files import TEMP_SUFFIX, DirectoryBusy, lock_directory, remove_stale_temp_files, write_atomically
 from harness.core.rundir import (
     CALLS_TABLE,
     CONFIG_FILE,
@@ -52,9 +60,14 @@ from harness.sim.metrics import CallRecord, SessionRecord
 
 __all__ = [
     "CALL_COLUMNS",
+    "CALL_KEY",
     "DAMAGED_DIR",
     "EVENT_SCHEMA",
+    "ROW_GROUP_ROWS",
     "SESSION_COLUMNS",
+    "SESSION_KEY",
+    "BatchSource",
+    "BatchTables",
     "RunError",
     "RunSummary",
     "TableRows",
@@ -66,6 +79,7 @@ __all__ = [
     "events_table",
     "merge",
     "open_dir",
+    "part_batches",
     "prepare_dir",
     "read_batches",
     "read_parts",
@@ -88,6 +102,23 @@ EVENT_SCHEMA = pa.schema([
 ])
 #: Where a resume moves the parts it found damaged before replaying their batches (inside ``parts/``).
 DAMAGED_DIR = "damaged"
+#: The order of the rows of ``sessions.parquet`` and ``calls.parquet`` (``events.parquet``: `EVENT_KEY`).
+SESSION_KEY = ("scenario", "session_index", "strategy")
+CALL_KEY = (*SESSION_KEY, "call_index")
+#: Rows per row group of every table: what ``pq.write_table`` takes when given none (pyarrow's
+#: ``_DEFAULT_ROW_GROUP_SIZE``, 1024 * 1024 rows in pyarrow 26), which wrote each table in one call before
+#: the tables were streamed; cut into groups of the same size, a streamed table keeps those bytes.
+ROW_GROUP_ROWS = 1024 * 1024
+#: How rows wait for their row group (`_Spool`): lz4-compressed Arrow, about 4x smaller for about 1 us a
+#: row (measured on calls of examples/default.toml; the parsing of a part costs 10 us a row). Three
+#: tables fill a row group each at once, and one of calls is some 300 MB as plain Arrow.
+_SPOOL_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+#: Rows the spool compresses together: 16,384 compress as well as a whole table (4.4x for calls, lz4) and
+#: are a few MB before they are compressed.
+_SPOOL_CHUNK_ROWS = 16 * 1024
+#: Rows a merge reads at a time from a finished shard's table (``iter_batches``' default).
+_CURSOR_ROWS = 64 * 1024
+_INT64_MAX = 2**63 - 1
 
 
 class RunError(Exception):
@@ -114,6 +145,23 @@ class TableRows(NamedTuple):
     sessions: list[dict[str, Any]]
     calls: list[dict[str, Any]]
     events: pa.Table
+
+
+class BatchTables(NamedTuple):
+    """The rows of one batch on their way to the tables: session and call rows as Arrow tables whose
+    columns have the types of their values (`write_tables` gives each column the type of the whole
+    table), events as a table of `EVENT_SCHEMA`; ``source`` is the file they came from, for errors."""
+
+    source: Path
+    sessions: pa.Table
+    calls: pa.Table
+    events: pa.Table
+
+
+#: The rows of a run's batches, in the tables' order (`part_batches`). A callable, not an iterator: when a
+#: column's type turns out wider than its first rows showed, `write_tables` starts again from the first
+#: batch with a new iterator.
+BatchSource = Callable[[], Iterator[BatchTables]]
 
 
 def events_table(rows: Sequence[Sequence[Any]]) -> pa.Table:
@@ -240,19 +288,407 @@ def _concat_events(tables: Sequence[pa.Table]) -> pa.Table:
     return pa.concat_tables(tables) if tables else EVENT_SCHEMA.empty_table()
 
 
-def _table(rows: list[dict[str, Any]], columns: list[str], sort: list[str]) -> pa.Table:
+def _table(rows: list[dict[str, Any]], columns: list[str], sort: Sequence[str]) -> pa.Table:
+    """The table of ``rows`` as the tables were written before they were streamed (and so what fixes the
+    schema they keep, `_Inferred`): pandas infers each column's type from all its values, then Arrow
+    converts, adding pandas' metadata."""
     frame = pd.DataFrame(rows, columns=columns)
     if "sweep_value" in frame:  # None outside a sweep: keep the column float (NaN) so the schema is stable
         frame["sweep_value"] = frame["sweep_value"].astype("float64")
     if not frame.empty:
-        frame = frame.sort_values(sort, kind="stable").reset_index(drop=True)
+        frame = frame.sort_values(list(sort), kind="stable").reset_index(drop=True)
     return pa.Table.from_pandas(frame, preserve_index=False)
 
 
-def _parquet_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    return bytes(sink.getvalue().to_pybytes())
+def _rows_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
+    """``rows`` as a table of ``columns`` (a missing value is null), each column of the type Arrow infers
+    from its values; ValueError naming a column whose values have no one type."""
+    arrays = []
+    for c in columns:
+        values = [r.get(c) for r in rows]
+        try:
+            try:
+                arrays.append(pa.array(values))
+            except OverflowError:  # above int64: a 64-bit seed, which pandas reads as uint64
+                arrays.append(pa.array(values, type=pa.uint64()))
+        except (pa.ArrowException, TypeError, OverflowError) as e:
+            raise ValueError(f"column {c}: {e}") from None
+    return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _kinds(column: pa.ChunkedArray, name: str) -> frozenset[str]:
+    """The kinds of value in ``column`` that decide the type pandas infers for a column holding them:
+    int (negative: some below 0; uint: some above int64), float, bool, str, null (None or NaN)."""
+    kinds: set[str] = set()
+    if column.null_count:
+        kinds.add("null")
+    if column.null_count == len(column):  # only missing values: whatever Arrow typed them, pandas sees None
+        return frozenset(kinds)
+    t = column.type
+    if pa.types.is_integer(t):
+        low, high = (v.as_py() for v in pc.min_max(column).values())
+        kinds.add("uint" if high > _INT64_MAX else "int")
+        if low < 0:
+            kinds.add("negative")
+    elif pa.types.is_floating(t):
+        kinds.add("float")
+        if pc.any(pc.is_nan(column)).as_py():
+            kinds.add("null")
+    elif pa.types.is_boolean(t):
+        kinds.add("bool")
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        kinds.add("str")
+    else:
+        raise ValueError(f"column {name}: values of type {t}, which no table of this version holds")
+    return frozenset(kinds)
+
+
+def _representatives(kinds: frozenset[str]) -> list[Any]:
+    """A few values in which pandas sees exactly ``kinds`` (its type inference looks at which kinds of
+    value a column holds, and for ints whether any is negative or above int64, nothing else)."""
+    values: list[Any] = []
+    if "int" in kinds:
+        values.append(0)
+    if "negative" in kinds:
+        values.append(-1)
+    if "uint" in kinds:
+        values.append(2**63)
+    values += [v for kind, v in (("float", 0.5), ("bool", True), ("str", "a"), ("null", None)) if kind in kinds]
+    return values
+
+
+class _Inferred:
+    """The schema of a table that is written as `_table` wrote it, found without holding its rows:
+    pandas gave each column the type its values together call for, which depends only on the kinds of
+    value the column holds (`_kinds`). Those are gathered batch by batch, and the schema is what
+    `_table` makes of a few rows holding the same kinds (`_representatives`): the same types and the
+    same pandas metadata as the whole table."""
+
+    def __init__(self, columns: list[str], keys: Sequence[str]) -> None:
+        self.columns = columns
+        self.keys = keys
+        self.kinds: dict[str, frozenset[str]] = {c: frozenset() for c in columns}
+        self.schema = self._schema()
+
+    def see(self, table: pa.Table) -> bool:
+        """Take in the kinds of value of ``table`` (a batch's rows, `_rows_table`); whether the schema
+        changed. ValueError when its values and the earlier batches' make a column no table can hold."""
+        grown = False
+        for c in self.columns:
+            kinds = _kinds(table.column(c), c) if c in table.column_names else frozenset({"null"})
+            if table.num_rows and not kinds <= self.kinds[c]:
+                self.kinds[c] |= kinds
+                grown = True
+        if not grown:
+            return False
+        before = self.schema
+        try:
+            self.schema = self._schema()
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise ValueError(f"its values and the other batches' make no one column type ({e})") from None
+        return not self.schema.equals(before, check_metadata=True)
+
+    def _schema(self) -> pa.Schema:
+        values = {c: _representatives(self.kinds[c]) or [None] for c in self.columns}
+        n = max(len(v) for v in values.values()) if any(self.kinds.values()) else 0
+        rows = [{c: v[i % len(v)] for c, v in values.items()} for i in range(n)]
+        return _table(rows, self.columns, self.keys).schema
+
+
+class _Fixed:
+    """A table whose schema does not depend on its values (the event log)."""
+
+    def __init__(self, schema: pa.Schema, keys: Sequence[str]) -> None:
+        self.schema = schema
+        self.keys = keys
+
+    def see(self, table: pa.Table) -> bool:
+        """Nothing to learn from the rows."""
+        return False
+
+
+class _Widened(Exception):
+    """A column's type turned out wider than the rows written so far showed: write them again."""
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with the columns and types of ``schema``, converted as pandas and Arrow converted the
+    values of a whole table: ints widened to float or uint64 when the column is, NaN made null."""
+    arrays = []
+    for f in schema:
+        if f.name not in table.column_names:
+            arrays.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = table.column(f.name)
+        array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        if pa.types.is_floating(array.type):
+            nan = pc.is_nan(array)
+            if pc.any(nan).as_py():  # a NaN of pandas became a null in Table.from_pandas
+                array = pc.if_else(nan, pa.scalar(None, array.type), array)
+        if array.type != f.type:
+            # Unchecked, like pandas' own widening: int64 -> float64 rounds above 2**53 as numpy does.
+            array = array.cast(f.type, safe=False)
+        arrays.append(array)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _spool_pool() -> pa.MemoryPool:
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc
+        return pa.default_memory_pool()
+
+
+#: Where the spooled chunks live: an allocator of their own. They stay while the batches' arrays come and
+#: go around them, and in the same allocator they pin its pages (measured with 2 strategies x 32,000
+#: sessions: 130 MB more before a row group is joined, 45 MB more at the peak).
+_SPOOL_POOL = _spool_pool()
+
+
+def _pack(array: pa.Array) -> pa.Buffer:
+    """``array`` compressed (`_SPOOL_OPTIONS`)."""
+    schema = pa.schema([pa.field("values", array.type)])
+    sink = pa.BufferOutputStream(memory_pool=_SPOOL_POOL)
+    with pa.ipc.new_stream(sink, schema, options=_SPOOL_OPTIONS) as writer:
+        writer.write_batch(pa.record_batch([array], schema=schema))
+    return sink.getvalue()
+
+
+def _unpack(buffer: pa.Buffer) -> pa.Array:
+    return pa.ipc.open_stream(buffer).read_next_batch().column(0)
+
+
+class _Spool:
+    """Rows waiting for their row group, in the order they came. Batches are gathered into chunks of
+    `_SPOOL_CHUNK_ROWS` rows, each column of a chunk compressed on its own: a batch of a run of the
+    default config has 80 session rows, too few to compress (the framing of 80 values costs as much as
+    they do), and a row group is then joined one column at a time (all of its columns decompressed at
+    once, then joined, would take twice the group's size)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.rows = 0
+        self._staged: list[pa.Table] = []
+        self._staged_rows = 0
+        #: Per chunk: its row count and each column's compressed values.
+        self._chunks: list[tuple[int, list[pa.Buffer]]] = []
+
+    def add(self, table: pa.Table) -> None:
+        """Queue ``table``'s rows (of `schema`)."""
+        self._staged.append(table)
+        self._staged_rows += table.num_rows
+        self.rows += table.num_rows
+        if self._staged_rows >= _SPOOL_CHUNK_ROWS:
+            self._pack_staged()
+
+    def _pack_staged(self) -> None:
+        if not self._staged_rows:
+            self._staged = []
+            return
+        staged = pa.concat_tables(self._staged)
+        self._staged, self._staged_rows = [], 0
+        self._chunks.append((staged.num_rows, [_pack(column.combine_chunks()) for column in staged.columns]))
+
+    def take(self, n: int) -> pa.Table:
+        """The first ``n`` queued rows as one table, each column one array (as a table written in one
+        piece has: the Parquet writer cuts its pages where its input's chunks end)."""
+        self._pack_staged()
+        used, need = 0, n
+        while need and need >= self._chunks[used][0]:
+            need -= self._chunks[used][0]
+            used += 1
+        # The first `used` chunks are taken whole, and `need` rows of the next one.
+        split = self._chunks[used] if need else None
+        rest: dict[int, pa.Buffer] = {}
+        arrays: dict[int, pa.Array] = {}
+        # Largest first: joining a column holds its pieces and the joined copy at once, best done while
+        # little of the group is joined yet (a call's trace is a third of a row group of calls).
+        sizes = {i: sum(columns[i].size for _, columns in self._chunks[:used + 1]) for i in range(len(self.schema))}
+        for i in sorted(sizes, key=lambda i: -sizes[i]):
+            pieces = [_unpack(columns[i]) for _, columns in self._chunks[:used]]
+            if split is not None:
+                values = _unpack(split[1][i])
+                pieces.append(values.slice(0, need))
+                rest[i] = _pack(values.slice(need))
+                del values
+            for _, columns in self._chunks[:used]:
+                columns[i] = pa.py_buffer(b"")  # this column of a chunk taken is done with
+            arrays[i] = pa.concat_arrays(pieces) if pieces else pa.nulls(0, self.schema.field(i).type)
+            del pieces
+            # The pieces are small blocks and the joined column one large one: unless the allocator
+            # hands the small ones back now, it keeps them beside the group (measured with 2 strategies
+            # x 32,000 sessions: 45 MB more at the peak).
+            pa.default_memory_pool().release_unused()
+        _SPOOL_POOL.release_unused()
+        self._chunks = self._chunks[used:]
+        if split is not None:
+            self._chunks[0] = (split[0] - need, [rest[i] for i in range(len(self.schema))])
+        self.rows -= n
+        return pa.Table.from_arrays([arrays[i] for i in range(len(self.schema))], schema=self.schema)
+
+
+class _HashingFile:
+    """A binary file that keeps the sha256 of what is written to it (the manifest's checksum, without
+    reading the table back)."""
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+        self.sha256 = hashlib.sha256()
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self.file.write(data)
+        self.sha256.update(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return int(self.file.tell())
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:  # the owner closes the file, after fsync
+        self.closed = True
+
+
+class _TableWriter:
+    """One table streamed into a temporary file next to it: each batch is sorted by the table's key and
+    must come after the batch before; full row groups are written as they fill; `finish` renames the
+    file into place."""
+
+    def __init__(self, path: Path, layout: _Inferred | _Fixed) -> None:
+        self.path = path
+        self.layout = layout
+        self.rows = 0
+        self.schema = layout.schema
+        self.spool = _Spool(self.schema.remove_metadata())
+        self._last: tuple[Any, ...] | None = None
+        self._temp: Path | None = None
+        self._file: Any = None
+        self._sink: _HashingFile | None = None
+        self._parquet: pq.ParquetWriter | None = None
+
+    def add(self, table: pa.Table, source: Path) -> None:
+        """Add one batch's rows; RunError naming ``source`` when they do not fit, _Widened when the
+        table's schema changed with them after rows were queued."""
+        try:
+            if self.layout.see(table):
+                if self.rows:
+                    raise _Widened
+                self.schema = self.layout.schema
+                self.spool = _Spool(self.schema.remove_metadata())
+            table = _conform(table, self.spool.schema).sort_by([(k, "ascending") for k in self.layout.keys])
+        except (ValueError, pa.ArrowException) as e:
+            raise RunError(f"{source}: {e}") from None
+        if not table.num_rows:
+            return
+        first = tuple(table.column(k)[0].as_py() for k in self.layout.keys)
+        try:
+            misplaced = self._last is not None and first < self._last
+        except TypeError:  # a null key: not a row this version writes
+            misplaced = True
+        if misplaced:
+            raise RunError(f"{source}: holds rows that do not follow those of the batch before it in "
+                           f"{self.path.name} (changed since it was checked?)")
+        self._last = tuple(table.column(k)[-1].as_py() for k in self.layout.keys)
+        self.spool.add(table)
+        self.rows += table.num_rows
+        while self.spool.rows >= ROW_GROUP_ROWS:
+            self._write(self.spool.take(ROW_GROUP_ROWS))
+
+    def _write(self, group: pa.Table) -> None:
+        if self._parquet is None:
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=TEMP_SUFFIX)
+            self._temp = Path(temp)
+            self._file = os.fdopen(fd, "wb")
+            os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from other readers
+            self._sink = _HashingFile(self._file)
+            self._parquet = pq.ParquetWriter(self._sink, self.schema, compression="zstd")
+        self._parquet.write_table(group, row_group_size=ROW_GROUP_ROWS)
+
+    def finish(self) -> tuple[int, str]:
+        """Write the last row group (an empty one for a table of no rows, as ``pq.write_table`` does),
+        sync the file and rename it into place; its row count and sha256."""
+        if self.spool.rows or not self.rows:
+            self._write(self.spool.take(self.spool.rows))
+        assert self._parquet is not None and self._sink is not None and self._temp is not None
+        self._parquet.close()
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self._temp, self.path)
+        self._temp = None
+        return self.rows, self._sink.sha256.hexdigest()
+
+    def abort(self) -> None:
+        """Drop the temporary file, if it is still there (a no-op after `finish`)."""
+        if self._temp is None:
+            return
+        with contextlib.suppress(Exception):  # closing a half-written file may fail; it is deleted anyway
+            if self._parquet is not None:
+                self._parquet.close()
+        with contextlib.suppress(OSError):
+            self._file.close()
+        with contextlib.suppress(FileNotFoundError):
+            self._temp.unlink()
+        self._temp = None
+
+
+def _stream(out_dir: Path, layouts: list[tuple[str, _Inferred | _Fixed]], source: BatchSource) -> list[tuple[int, str]]:
+    """Write the tables of ``layouts`` from ``source``'s batches; each one's row count and sha256.
+    A column that widens after rows were queued starts the writing again from the first batch (the
+    layouts know its type by then): in practice it happens at most once, early (the seeds of the first
+    batch may all fit int64)."""
+    while True:
+        writers = [_TableWriter(out_dir / name, layout) for name, layout in layouts]
+        try:
+            for batch in source():
+                tables = {SESSIONS_TABLE: batch.sessions, CALLS_TABLE: batch.calls, EVENTS_TABLE: batch.events}
+                for writer, (name, _) in zip(writers, layouts, strict=True):
+                    writer.add(tables[name], batch.source)
+            return [writer.finish() for writer in writers]
+        except _Widened:
+            continue
+        finally:
+            for writer in writers:
+                writer.abort()
+
+
+def _in_table_order(config: RunConfig, batch_ids: Iterable[str]) -> list[str]:
+    """``batch_ids`` in the order of their rows in the tables: by scenario name (the plan goes in config
+    order), then by first session (a batch holds consecutive sessions of one scenario)."""
+    where = {b.id: (config.scenarios[b.sessions[0].scenario_index].name, b.sessions[0].session_index)
+             for b in plan(config)}
+    return sorted(batch_ids, key=where.__getitem__)
+
+
+def _part_tables(path: Path, config_hash: str) -> BatchTables:
+    """The rows of the part at ``path``, verified again (RunError naming it when it changed since it
+    was checked, or holds rows of another layout)."""
+    try:
+        part = read_part(path, config_hash=config_hash)
+        return BatchTables(path, _rows_table(part.session_rows, SESSION_COLUMNS),
+                           _rows_table(part.call_rows, CALL_COLUMNS), events_table(part.event_rows))
+    except PartError as e:  # checked a moment ago; changed since (another hand in the directory)
+        raise RunError(str(e)) from None
+    except ValueError as e:  # the checksum holds, so a row of another layout: not this version's part
+        raise RunError(f"{path}: {e}") from None
+
+
+def part_batches(run_dir: Path, config: RunConfig, batch_ids: Iterable[str]) -> BatchSource:
+    """The rows of the parts of ``batch_ids`` in ``run_dir``, one part at a time in the tables' order,
+    each verified again as it is read (RunError naming the first that changed since it was checked)."""
+    order = _in_table_order(config, batch_ids)
+    config_hash = config.config_hash()
+
+    def batches() -> Iterator[BatchTables]:
+        for batch_id in order:
+            yield _part_tables(run_dir / PARTS_DIR / f"{batch_id}.jsonl", config_hash)
+
+    return batches
 
 
 def _git_sha() -> str | None:
@@ -264,23 +700,24 @@ def _git_sha() -> str | None:
     return out.stdout.strip() or None
 
 
-def write_tables(out_dir: Path, config: RunConfig, session_rows: list[dict[str, Any]],
-                 call_rows: list[dict[str, Any]], *, batches: int, started: str, shard: tuple[int, int] | None,
-                 merged_from: list[str] | None = None, events: pa.Table | None = None) -> pd.DataFrame:
-    """Write the rows of ``batches`` batches as ``sessions.parquet``, ``calls.parquet`` and, when the
-    config keeps the event log, ``events.parquet`` (``events``, a table of `EVENT_SCHEMA`), sorted,
-    then, last, ``manifest.json`` with their checksums; the sessions table."""
-    sessions = _table(session_rows, SESSION_COLUMNS, ["scenario", "session_index", "strategy"])
-    calls = _table(call_rows, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"])
-    tables = [(SESSIONS_TABLE, sessions), (CALLS_TABLE, calls)]
+def write_tables(out_dir: Path, config: RunConfig, source: BatchSource, *, batches: int, started: str,
+                 shard: tuple[int, int] | None, merged_from: list[str] | None = None) -> pd.DataFrame:
+    """Write the rows of ``source``'s ``batches`` batches as ``sessions.parquet``, ``calls.parquet`` and,
+    when the config keeps the event log, ``events.parquet``, then, last, ``manifest.json`` with their
+    checksums; the sessions table.
+
+    The rows stream: one batch at a time, sorted within itself (the source gives the batches in the
+    tables' order), queued compressed until a row group of `ROW_GROUP_ROWS` is full. The files are the
+    bytes one ``pq.write_table`` of the whole sorted table wrote (DESIGN.md, "Determinism"): the same
+    row groups, each column of a group one array, and the same schema, which for sessions and calls is
+    what pandas inferred from all their rows (`_Inferred`)."""
+    layouts: list[tuple[str, _Inferred | _Fixed]] = [
+        (SESSIONS_TABLE, _Inferred(SESSION_COLUMNS, SESSION_KEY)),
+        (CALLS_TABLE, _Inferred(CALL_COLUMNS, CALL_KEY)),
+    ]
     if config.events:
-        log = EVENT_SCHEMA.empty_table() if events is None else events
-        tables.append((EVENTS_TABLE, log.sort_by([(k, "ascending") for k in EVENT_KEY])))
-    checksums = {}
-    for name, table in tables:
-        data = _parquet_bytes(table)
-        write_atomically(out_dir / name, data)
-        checksums[name] = hashlib.sha256(data).hexdigest()
+        layouts.append((EVENTS_TABLE, _Fixed(EVENT_SCHEMA, EVENT_KEY)))
+    written = _stream(out_dir, layouts, source)
     manifest = Manifest(
         run_id=out_dir.name,
         ctxbench_version=harness.__version__,
@@ -296,13 +733,14 @@ def write_tables(out_dir: Path, config: RunConfig, session_rows: list[dict[str, 
         model=config.profile().model_dump(mode="json"),
         started=started,
         finished=datetime.now(UTC).isoformat(timespec="seconds"),
-        rows={name: table.num_rows for name, table in tables},
-        sha256=checksums,
+        rows={name: rows for (name, _), (rows, _) in zip(layouts, written, strict=True)},
+        sha256={name: sha for (name, _), (_, sha) in zip(layouts, written, strict=True)},
         merged_from=merged_from,
         batches=batches,
     )
     manifest.write(out_dir)
-    result: pd.DataFrame = sessions.to_pandas()
+    # Read back rather than kept: the sessions are a seventieth of the rows, and only they are needed.
+    result: pd.DataFrame = pq.read_table(out_dir / SESSIONS_TABLE).to_pandas(split_blocks=True, self_destruct=True)
     return result
 
 
@@ -487,21 +925,87 @@ def _finished_batches(run_dir: Path, config: RunConfig) -> list[str] | None:
     return [b.id for b in shard_of(plan(config), shard)]
 
 
-def _table_rows(run_dir: Path, name: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = pq.read_table(run_dir / name).to_pylist()
-    return rows
-
-
-def _events_of(run_dir: Path) -> pa.Table:
-    """The event log of a finished shard (checked against its manifest already)."""
+def _check_events_of(run_dir: Path) -> None:
+    """RunError unless a finished shard (checked against its manifest already) has the event log this
+    version writes."""
     path = run_dir / EVENTS_TABLE
     if EVENTS_TABLE not in Manifest.read(run_dir).sha256:
         raise RunError(f"{path}: the manifest lists no event log although the config keeps one; run that shard "
                        "again into its directory to rebuild its tables, then merge")
-    table = pq.read_table(path)
-    if table.schema != EVENT_SCHEMA:
+    if pq.read_schema(path) != EVENT_SCHEMA:
         raise RunError(f"{path}: not the event log this version writes; run that shard again, then merge")
-    return table
+
+
+class _TableCursor:
+    """A finished shard's table read front to back: its rows are in the tables' order, so the rows of
+    each of its batches, taken in that order, are the next ones."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = pq.ParquetFile(path)
+        self.schema = self._file.schema_arrow
+        self._batches = self._file.iter_batches(batch_size=_CURSOR_ROWS)
+        self._head: pa.RecordBatch | None = None
+
+    def take(self, scenario: str, first: int, end: int) -> pa.Table:
+        """The next rows while they are of ``scenario``'s sessions ``first`` to ``end - 1``."""
+        pieces = []
+        while True:
+            if self._head is None or not self._head.num_rows:
+                self._head = next(self._batches, None)
+                if self._head is None:
+                    break
+            head = self._head
+            index = head.column("session_index")
+            inside = pc.and_(pc.equal(head.column("scenario"), scenario),
+                             pc.and_(pc.greater_equal(index, first), pc.less(index, end)))
+            outside = pc.index(pc.fill_null(inside, False), False).as_py()
+            n = head.num_rows if outside < 0 else outside
+            pieces.append(head.slice(0, n))
+            self._head = head.slice(n)
+            if outside >= 0:
+                break
+        return pa.Table.from_batches(pieces, schema=self.schema)
+
+    def exhausted(self) -> bool:
+        """No rows are left (every row belonged to a batch taken)."""
+        if self._head is not None and self._head.num_rows:
+            return False
+        return all(not b.num_rows for b in self._batches)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _merged_batches(config: RunConfig, holders: dict[str, Path], finished: set[Path]) -> BatchSource:
+    """The rows of every batch of ``holders`` (batch id -> the directory that holds it), in the tables'
+    order: from the finished tables of a directory in ``finished``, from its parts otherwise."""
+    order = _in_table_order(config, holders)
+    bounds = {b.id: (config.scenarios[b.sessions[0].scenario_index].name, b.sessions[0].session_index,
+                     b.sessions[-1].session_index + 1) for b in plan(config)}
+    names = [SESSIONS_TABLE, CALLS_TABLE, *([EVENTS_TABLE] if config.events else [])]
+    config_hash = config.config_hash()
+
+    def batches() -> Iterator[BatchTables]:
+        cursors = {d: [_TableCursor(d / name) for name in names] for d in sorted(finished)}
+        try:
+            for batch_id in order:
+                d = holders[batch_id]
+                if d not in cursors:
+                    yield _part_tables(d / PARTS_DIR / f"{batch_id}.jsonl", config_hash)
+                    continue
+                tables = [cursor.take(*bounds[batch_id]) for cursor in cursors[d]]
+                events = tables[2] if config.events else EVENT_SCHEMA.empty_table()
+                yield BatchTables(d, tables[0], tables[1], events)
+            for cursor in (c for shard in cursors.values() for c in shard):
+                if not cursor.exhausted():
+                    raise RunError(f"{cursor.path}: holds rows of sessions outside the batches of its manifest; run "
+                                   "that shard again into its directory to rebuild its tables, then merge")
+        finally:
+            for cursor in (c for shard in cursors.values() for c in shard):
+                cursor.close()
+
+    return batches
 
 
 def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> RunSummary:
@@ -562,28 +1066,18 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], *, partial: bool = False) -> 
         if not (out_dir / CONFIG_FILE).exists() and any(not p.name.startswith(".") for p in out_dir.iterdir()):
             raise RunError(f"{out_dir}: not empty and not a ctxbench run directory; use a new directory")
         check_own_files(out_dir)
-    session_rows: list[dict[str, Any]] = []
-    call_rows: list[dict[str, Any]] = []
-    events: list[pa.Table] = []
-    for d in run_dirs:
-        if d in from_tables:
-            session_rows += _table_rows(d, SESSIONS_TABLE)
-            call_rows += _table_rows(d, CALLS_TABLE)
-            if config.events:
-                events.append(_events_of(d))
-        else:
-            rows = read_batches(d, config, sorted(b for b, holder in holders.items() if holder == d))
-            session_rows += rows.sessions
-            call_rows += rows.calls
-            events.append(rows.events)
+    if config.events:
+        for d in from_tables:
+            _check_events_of(d)
     open_dir(out_dir)
     with writing_into(out_dir):
         if check_parts(out_dir, config, replay_damaged=False):
             raise RunError(f"{out_dir / PARTS_DIR}: holds parts of an unfinished run; merge into a new directory")
         write_atomically(out_dir / CONFIG_FILE, stamp_bytes)
-        sessions = write_tables(out_dir, config, session_rows, call_rows, batches=len(holders),
-                                started=datetime.now(UTC).isoformat(timespec="seconds"), shard=None,
-                                merged_from=[d.name for d in run_dirs], events=_concat_events(events))
+        # Streamed like a run's tables: a finished shard's rows are read batch by batch from its tables.
+        sessions = write_tables(out_dir, config, _merged_batches(config, holders, set(from_tables)),
+                                batches=len(holders), started=datetime.now(UTC).isoformat(timespec="seconds"),
+                                shard=None, merged_from=[d.name for d in run_dirs])
     errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0
     return RunSummary(out_dir, sessions, errors, 0, 0, time.perf_counter() - started_wall)
 
