@@ -19,7 +19,7 @@ from reports import stats
 from reports.stats import METRICS
 
 __all__ = ["FRONT_X", "FRONT_Y", "GOALS", "CostContrast", "Goal", "GoalResult", "Tie", "best_corner", "cost_contrasts",
-           "decide", "decision_order", "pareto_front", "ranked"]
+           "decide", "decision_order", "goal_pairs", "pareto_front", "ranked"]
 
 #: The front's axes: success (higher is better) against the cost of what is solved (lower is better).
 FRONT_X = "success_rate"
@@ -105,10 +105,31 @@ def ranked(headline: pd.DataFrame, metric: str) -> list[str]:
     return sorted(defined, key=lambda s: (sign * values[s], -success.get(s, 0.0), s))
 
 
+def goal_pairs(headline: pd.DataFrame, goals: tuple[Goal, ...] = GOALS) -> list[tuple[str, str, str]]:
+    """The paired differences :func:`decide` reads, as (strategy, best, metric): per goal, every other
+    strategy with a value against the best (:func:`ranked`)."""
+    if headline.empty:
+        return []
+    pairs = []
+    for goal in goals:
+        order = ranked(headline, goal.metric)
+        pairs += [(strategy, order[0], goal.metric) for strategy in order[1:]]
+    return pairs
+
+
 def decide(sessions: pd.DataFrame, headline: pd.DataFrame, goals: tuple[Goal, ...] = GOALS, *,
-           resamples: int = stats.DEFAULT_RESAMPLES, seed: int = stats.DEFAULT_SEED) -> list[GoalResult]:
+           resamples: int = stats.DEFAULT_RESAMPLES, seed: int = stats.DEFAULT_SEED,
+           pairs: pd.DataFrame | None = None) -> list[GoalResult]:
     """Each goal's best strategy and every other strategy paired against it (see the module docstring).
-    ``headline`` is :func:`reports.stats.headline` of ``sessions``."""
+    ``headline`` is :func:`reports.stats.headline` of ``sessions``; ``pairs`` may hold the paired
+    differences already computed with the same ``resamples`` and ``seed``
+    (:func:`reports.stats.paired_differences` of at least :func:`goal_pairs`), else they are computed."""
+    needed = goal_pairs(headline, goals)
+    have = (set() if pairs is None or pairs.empty
+            else set(zip(pairs["strategy"], pairs["baseline"], pairs["metric"], strict=True)))
+    if not set(needed) <= have:
+        pairs = stats.paired_differences(sessions, needed, resamples=resamples, seed=seed)
+    table = pairs.set_index(["strategy", "baseline", "metric"]) if needed and pairs is not None else None
     results = []
     names = sorted(set(map(str, headline["strategy"]))) if not headline.empty else []
     for goal in goals:
@@ -121,11 +142,10 @@ def decide(sessions: pd.DataFrame, headline: pd.DataFrame, goals: tuple[Goal, ..
         best = order[0]
         row = headline[(headline["strategy"] == best) & (headline["metric"] == goal.metric)].iloc[0]
         others: tuple[Tie, ...] = ()
-        if len(order) > 1:
-            pairs = stats.paired(sessions[sessions["strategy"].isin(order)], best, resamples=resamples, seed=seed,
-                                 metrics=[goal.metric]).set_index("strategy")
-            others = tuple(Tie(s, float(pairs.loc[s, "diff"]), float(pairs.loc[s, "ci_low"]),
-                               float(pairs.loc[s, "ci_high"]), int(pairs.loc[s, "n"])) for s in order[1:])
+        if len(order) > 1 and table is not None:
+            found = [table.loc[(s, best, goal.metric)] for s in order[1:]]
+            others = tuple(Tie(s, float(r["diff"]), float(r["ci_low"]), float(r["ci_high"]), int(r["n"]))
+                           for s, r in zip(order[1:], found, strict=True))
         results.append(GoalResult(goal, best, float(row["value"]), float(row["ci_low"]), float(row["ci_high"]),
                                   str(row.get("interval", "bootstrap")), others, undefined))
     return results

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import io
 import math
+import multiprocessing
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +34,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+import reports.stats
 from harness.core.files import write_atomically
 from reports.decision import FRONT_X, FRONT_Y, pareto_front
 from reports.stats import headline as compute_headline
@@ -242,6 +247,97 @@ def _panel_figure(n: int) -> tuple[Figure, list[Axes]]:
     return fig, axes
 
 
+#: The calls columns :func:`turn_curves` reads.
+_TURN_COLUMNS = ("strategy", "scenario", "session_index", "call_index", "call_kind", "context_tokens")
+
+
+def _has_agent_turns(calls: pd.DataFrame) -> bool:
+    """Whether ``calls`` has the columns :func:`turn_curves` reads and an agent call."""
+    return _has(calls, *_TURN_COLUMNS) and bool((calls["call_kind"] == "agent").any())
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, values): ``column`` as integer codes into its distinct values, sorted."""
+    codes, values = pd.factorize(column, sort=True)
+    return codes, np.asarray(values)
+
+
+def _grouped_order(*keys: np.ndarray) -> np.ndarray:
+    """The stable order that sorts rows by ``keys`` (non-negative integers, the first most significant):
+    one integer key sorted when the keys fit in one (a radix sort when that fits 16 bits), else a
+    lexsort."""
+    spans = [int(key.max()) + 1 if key.size else 1 for key in keys]
+    if math.prod(spans) >= 2**62:
+        return np.lexsort(keys[::-1])
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    for key, span in zip(keys, spans, strict=True):
+        combined = combined * span + key
+    if math.prod(spans) <= 2**16:
+        combined = combined.astype(np.uint16)
+    return np.argsort(combined, kind="stable")
+
+
+def _starts(*keys: np.ndarray) -> np.ndarray:
+    """The rows where any of ``keys`` differs from the row before (and the first row)."""
+    first = np.zeros(len(keys[0]), dtype=bool)
+    first[:1] = True
+    for key in keys:
+        first[1:] |= key[1:] != key[:-1]
+    return np.flatnonzero(first)
+
+
+def turn_curves(calls: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per strategy (by name), the context tokens of its agent calls per turn (a call's position among
+    the agent calls of its session, by ``call_index``): ``median``, ``q1``, ``q3`` and ``n`` (calls)
+    indexed by turn, for the turns at least :data:`MIN_SESSION_SHARE_PER_TURN` of its sessions reach.
+    The median is pandas' groupby median and the quartiles ``Series.quantile``'s (numpy's linear
+    interpolation), on arrays grouped by one sort: two million calls take a fraction of a second."""
+    agent = (calls["call_kind"] == "agent").to_numpy(dtype=bool, na_value=False)
+    strategy, names = _codes(calls["strategy"])
+    scenario, _ = _codes(calls["scenario"])
+    session_index = calls["session_index"].to_numpy()
+    strategy, scenario, session_index, call_index, tokens = (
+        strategy[agent], scenario[agent], session_index[agent], calls["call_index"].to_numpy()[agent],
+        calls["context_tokens"].to_numpy()[agent])
+    # A session's agent calls in call_index order (ties in table order, as a stable sort leaves them).
+    keys = [strategy, scenario, session_index - session_index.min(initial=0), call_index - call_index.min(initial=0)]
+    order = _grouped_order(*keys)
+    strategy, scenario, session_index, tokens = (a[order] for a in (strategy, scenario, session_index, tokens))
+    starts = _starts(strategy, scenario, session_index)
+    turn = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order)))) + 1
+    sessions = np.bincount(strategy[starts], minlength=len(names))
+    # Grouped by (strategy, turn); numpy's quantile needs no order within a group.
+    order = _grouped_order(strategy, turn)
+    strategy, turn, tokens = strategy[order], turn[order], tokens[order]
+    bounds = np.append(_starts(strategy, turn), len(order))
+    sizes = np.diff(bounds)
+    group_strategy, group_turn = strategy[bounds[:-1]], turn[bounds[:-1]]
+    medians = pd.Series(tokens).groupby(np.repeat(np.arange(len(sizes)), sizes)).median().to_numpy()
+    curves: dict[str, pd.DataFrame] = {}
+    for code, name in enumerate(names):
+        if not sessions[code]:
+            continue
+        least = max(1, math.ceil(MIN_SESSION_SHARE_PER_TURN * int(sessions[code])))
+        kept = np.flatnonzero((group_strategy == code) & (sizes >= least))
+        quartiles = [_quartiles(tokens[bounds[g]:bounds[g + 1]]) for g in kept]
+        curves[str(name)] = pd.DataFrame(
+            {"median": medians[kept], "q1": [q[0] for q in quartiles], "q3": [q[1] for q in quartiles],
+             "n": sizes[kept]}, index=pd.Index(group_turn[kept], name="turn"))
+    return curves
+
+
+def _quartiles(values: np.ndarray) -> tuple[float, float]:
+    """``Series.quantile(0.25)`` and ``(0.75)`` of ``values``: numpy's quantile (which pandas calls,
+    one quantile at a time; numpy interpolates each of several the same way) without the NaNs, NaN
+    when nothing is left."""
+    if values.dtype.kind == "f":
+        values = values[~np.isnan(values)]
+    if not values.size:
+        return float("nan"), float("nan")
+    q1, q3 = np.quantile(values, np.array([0.25, 0.75]))
+    return float(q1), float(q3)
+
+
 def context_tokens_by_turn(calls: pd.DataFrame, *,
                            styles: dict[str, StrategyStyle] | None = None) -> Figure:
     """Context tokens of each agent call against its turn (its position among the agent calls of its
@@ -252,24 +348,14 @@ def context_tokens_by_turn(calls: pd.DataFrame, *,
     xlabel = "turn (n-th agent call of the session)"
     ylabel = "context tokens per call (tokens)"
     with plot_style():
-        needed = ("strategy", "scenario", "session_index", "call_index", "call_kind", "context_tokens")
-        agent = calls[calls["call_kind"] == "agent"] if _has(calls, *needed) else pd.DataFrame()
-        if agent.empty:
+        if not _has_agent_turns(calls):
             fig, ax = new_figure()
             fig.suptitle(title, fontweight="bold", fontsize=12)
             fig.supxlabel(xlabel, fontsize=10)
             fig.supylabel(ylabel, fontsize=10)
             no_data(ax, "no agent calls in this run")
             return fig
-        session = ["strategy", "scenario", "session_index"]
-        agent = agent.sort_values([*session, "call_index"], kind="stable")
-        agent = agent.assign(turn=agent.groupby(session, sort=False).cumcount() + 1)
-        curves: dict[str, pd.DataFrame] = {}
-        for strategy, group in agent.groupby("strategy", sort=True):
-            sessions = group[["scenario", "session_index"]].drop_duplicates().shape[0]
-            stats = group.groupby("turn")["context_tokens"].agg(
-                median="median", q1=lambda s: s.quantile(0.25), q3=lambda s: s.quantile(0.75), n="size")
-            curves[str(strategy)] = stats[stats["n"] >= max(1, math.ceil(MIN_SESSION_SHARE_PER_TURN * sessions))]
+        curves = turn_curves(calls)
         # One panel per strategy: with ten overlapping inter-quartile bands a single axes is unreadable.
         fig, axes = _panel_figure(len(curves))
         for ax, (strategy, stats) in zip(axes, curves.items(), strict=False):
@@ -380,9 +466,42 @@ def ecdf_latency(sessions: pd.DataFrame, *, styles: dict[str, StrategyStyle] | N
                  median_format=lambda v: f"{v:,.0f} s")
 
 
-def _bucket_of(tokens: pd.Series) -> pd.Series:
-    edges = [low for low, _high, _label in CONTEXT_BUCKETS] + [math.inf]
-    return pd.Series(pd.cut(tokens.astype(float), bins=edges, right=False, labels=False), index=tokens.index)
+def _bucket_of(tokens: np.ndarray) -> np.ndarray:
+    """The :data:`CONTEXT_BUCKETS` index of each token count (low edge included), -1 for none (a
+    negative count, NaN)."""
+    edges = np.array([low for low, _high, _label in CONTEXT_BUCKETS] + [math.inf])
+    bucket = np.searchsorted(edges, tokens.astype(float), side="right") - 1
+    return np.where(bucket < len(CONTEXT_BUCKETS), bucket, -1)
+
+
+def bucket_rates(calls: pd.DataFrame, min_calls: int = MIN_CALLS_PER_BUCKET) -> dict[str, pd.DataFrame] | None:
+    """Per strategy (by name), its agent calls per context bucket (:func:`_bucket_of` of their input
+    tokens) with at least ``min_calls`` calls: ``sum`` (malformed ones), ``size``, ``rate`` and its 95%
+    Wilson interval ``low`` to ``high``, indexed by bucket. None when there is no agent call (or not the
+    columns to tell). Counted with one bincount, not a group per strategy and bucket."""
+    if not _has(calls, "strategy", "call_kind", "input_tokens", "malformed_kind"):
+        return None
+    agent = (calls["call_kind"] == "agent").to_numpy(dtype=bool, na_value=False)
+    if not agent.any():
+        return None
+    strategy, names = _codes(calls["strategy"][agent])
+    bucket = _bucket_of(calls["input_tokens"].to_numpy()[agent])
+    malformed = (calls["malformed_kind"][agent].fillna("").astype(str) != "").to_numpy(dtype=float)
+    kept = (bucket >= 0) & (strategy >= 0)
+    cell = strategy[kept] * len(CONTEXT_BUCKETS) + bucket[kept]
+    cells = len(names) * len(CONTEXT_BUCKETS)
+    size = np.bincount(cell, minlength=cells).reshape(len(names), -1)
+    errors = np.bincount(cell, weights=malformed[kept], minlength=cells).reshape(len(names), -1)
+    rates: dict[str, pd.DataFrame] = {}
+    for code, name in enumerate(names):
+        shown = np.flatnonzero((size[code] >= min_calls) & (size[code] > 0))
+        if not shown.size:
+            continue
+        k, n = errors[code, shown].astype(np.int64), size[code, shown]
+        bounds = [wilson_interval(float(a), float(b)) for a, b in zip(k, n, strict=True)]
+        rates[str(name)] = pd.DataFrame({"sum": k, "size": n, "rate": k / n, "low": [b[0] for b in bounds],
+                                         "high": [b[1] for b in bounds]}, index=pd.Index(shown, name="bucket"))
+    return rates
 
 
 def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None,
@@ -396,26 +515,14 @@ def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyS
     xlabel = f"input tokens of the agent call (buckets with fewer than {min_calls} calls omitted)"
     ylabel = "malformed agent calls (% of calls)"
     with plot_style():
-        needed = ("strategy", "call_kind", "input_tokens", "malformed_kind")
-        agent = calls[calls["call_kind"] == "agent"] if _has(calls, *needed) else pd.DataFrame()
-        rates: dict[str, pd.DataFrame] = {}
-        if not agent.empty:
-            agent = agent.assign(bucket=_bucket_of(agent["input_tokens"]),
-                                 malformed=agent["malformed_kind"].fillna("").astype(str) != "")
-            for strategy, group in agent.groupby("strategy", sort=True):
-                counts = group.groupby("bucket")["malformed"].agg(["sum", "size"])
-                counts = counts[counts["size"] >= min_calls]
-                if not counts.empty:
-                    bounds = [wilson_interval(float(k), float(n)) for k, n in zip(counts["sum"], counts["size"],
-                                                                                  strict=True)]
-                    rates[str(strategy)] = counts.assign(rate=counts["sum"] / counts["size"],
-                                                         low=[b[0] for b in bounds], high=[b[1] for b in bounds])
+        found = bucket_rates(calls, min_calls)
+        rates = found or {}
         if not rates:
             fig, ax = new_figure()
             fig.suptitle(title, fontweight="bold", fontsize=12)
             fig.supxlabel(xlabel, fontsize=10)
             fig.supylabel(ylabel, fontsize=10)
-            no_data(ax, "no agent calls in this run" if agent.empty
+            no_data(ax, "no agent calls in this run" if found is None
                     else f"no context bucket has {min_calls} agent calls")
             return fig
         # One panel per strategy: ten strategies' lines on one axes sit on top of each other (most
@@ -674,9 +781,10 @@ def write_plots(sessions: pd.DataFrame, calls: pd.DataFrame, out_dir: Path, *,
     return written
 
 
-def draw_plots(sessions: pd.DataFrame, calls: pd.DataFrame, *,
-               headline: pd.DataFrame | None = None) -> dict[str, bytes]:
-    """Every plot of a run as PNG bytes, by plot name (:data:`PLOT_NAMES` order); nothing is written."""
+def draw_plots(sessions: pd.DataFrame, calls: pd.DataFrame, *, headline: pd.DataFrame | None = None,
+               names: Iterable[str] = PLOT_NAMES) -> dict[str, bytes]:
+    """The plots ``names`` (default: every plot of a run) as PNG bytes, by plot name in
+    :data:`PLOT_NAMES` order; nothing is written."""
     styles = strategy_styles(strategies_of(sessions, calls))
     builders: dict[str, Callable[[], Figure]] = {
         "context_tokens_by_turn": lambda: context_tokens_by_turn(calls, styles=styles),
@@ -686,4 +794,70 @@ def draw_plots(sessions: pd.DataFrame, calls: pd.DataFrame, *,
         "cost_vs_success": lambda: cost_vs_success(sessions, headline=headline, styles=styles),
         "outcome_mix": lambda: outcome_mix(sessions),
     }
-    return {name: png_bytes(build()) for name, build in builders.items()}
+    wanted = set(names)
+    return {name: png_bytes(build()) for name, build in builders.items() if name in wanted}
+
+
+#: The plots drawn from the tables alone; the cost plot also needs the headline's intervals.
+PLOTS_WITHOUT_STATISTICS = tuple(name for name in PLOT_NAMES if name != "cost_vs_success")
+
+
+class PendingPlots:
+    """Plots drawn in a child process while the caller computes the statistics (drawing is Python
+    work that holds the GIL, the bootstrap is numpy work on threads; a second process lets both use
+    the cores). The child is forked, so it reads the tables it inherits and sends back only the PNG
+    bytes, which are the same bytes as drawn here. Where fork is not the way (not Linux, one core)
+    the plots are drawn by :meth:`wait`.
+
+    The child never outlives the work: an interrupted :meth:`wait` ends it, and a parent that exits
+    without waiting ends it on the way out (``multiprocessing`` terminates daemonic children)."""
+
+    def __init__(self, draw: Callable[[], dict[str, bytes]]) -> None:
+        self._draw = draw
+        self._process: BaseProcess | None = None
+        if sys.platform == "linux" and reports.stats.WORKERS > 1:
+            # Output still buffered here would be written a second time by the child on its way out.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            context = multiprocessing.get_context("fork")
+            self._answer, sender = context.Pipe(duplex=False)
+            self._process = context.Process(target=_draw_and_send, args=(draw, self._answer, sender), daemon=True)
+            self._process.start()
+            sender.close()
+
+    def wait(self) -> dict[str, bytes]:
+        """The PNGs by plot name. When the child did not answer (it failed, or was killed) the plots
+        are drawn here instead: a bug raises here, with its own traceback."""
+        if self._process is None:
+            return self._draw()
+        drawn = None
+        try:
+            drawn = self._answer.recv()
+        except EOFError:  # the child died without a word; drawing here says why, if anything
+            pass
+        finally:
+            # Interrupted (Ctrl-C, SIGTERM): the child's work is no longer wanted.
+            self._answer.close()
+            if self._process.is_alive():
+                self._process.terminate()
+            self._process.join()
+        return drawn if drawn is not None else self._draw()
+
+
+def _draw_and_send(draw: Callable[[], dict[str, bytes]], answer: Connection, sender: Connection) -> None:
+    """The child's work: draw, and send the PNGs, or None when drawing failed (the parent then meets
+    the failure itself). Quiet whatever happens: a parent that stopped listening, or a signal to stop,
+    ends the child without a traceback."""
+    # The parent's end of the pipe, inherited: held open here, a large answer would wait for a reader
+    # that is the child itself.
+    answer.close()
+    try:
+        try:
+            drawn: dict[str, bytes] | None = draw()
+        except Exception:  # the parent draws again and raises it there, with its traceback
+            drawn = None
+        sender.send(drawn)
+    except BaseException:  # told to stop (SIGINT, SIGTERM) or nobody listening (a broken pipe): just end
+        pass
+    finally:
+        sender.close()

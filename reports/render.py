@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,20 @@ from reports.decision import (
     cost_contrasts,
     decide,
     decision_order,
+    goal_pairs,
     pareto_front,
 )
-from reports.inputs import FORMATS, OpenRun, ReportInputError, check_formats, check_run_dir, open_run_dir
+from reports.inputs import (
+    CALL_COLUMNS,
+    FORMATS,
+    REPORT_COLUMNS,
+    SWEEP_COLUMNS,
+    OpenRun,
+    ReportInputError,
+    check_formats,
+    check_run_dir,
+    open_run_dir,
+)
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
 from reports.outcomes import OutcomeHits, explain_outcomes
 from reports.outputs import Png, check_targets, write_files
@@ -200,43 +212,53 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
     path, manifest, run_id = run.path, run.manifest, run.run_id
     config_text = run.config_text()
-    sessions = run.sessions()
+    sessions = run.sessions(REPORT_COLUMNS, optional=SWEEP_COLUMNS)
     strategies = _strategy_order(sessions, manifest)
     chosen, note = choose_baseline(strategies, baseline)
     if sessions.empty:
         empty = pd.DataFrame()
         return ReportData(path, run_id, manifest, config_text, sessions, strategies, chosen, note, empty, empty, empty,
                           empty, empty, {})
-    say(f"bootstrap intervals of {len(sessions):,} session rows x {len(stats.METRICS)} metrics")
-    head = stats.headline(sessions)
-    say(f"paired differences against {chosen}")
-    pair = stats.paired(sessions, chosen) if len(strategies) > 1 else pd.DataFrame()
-    # Imported here, as draw_plots below: they load matplotlib, which `ctxbench compare` (it imports this
-    # module's checks) does not need.
+    # Imported here, as reports.plots below: they load matplotlib, which `ctxbench compare` (it imports
+    # this module's checks) does not need.
     from reports.sweep import is_sweep, report_plot_variants
 
     sweep = is_sweep(sessions)
-    plots: dict[str, Png] = {}
     plots_note = ""
+    pending = None
     if plots_dir is not None:
-        from reports.plots import draw_plots
+        from reports.plots import PLOT_NAMES, PLOTS_WITHOUT_STATISTICS, PendingPlots, draw_plots
 
-        say("drawing the plots")
-        calls = run.calls()
-        plot_sessions, plot_head = sessions, head
+        calls = run.calls(CALL_COLUMNS, optional=())
+        plot_sessions, shown = sessions, None
         if sweep:
             shown, plots_note = report_plot_variants(sessions, manifest)
-            plot_sessions, plot_head = (_only(frame, shown) for frame in (sessions, head))
+            plot_sessions = _only(sessions, shown)
             calls = _only(calls, shown) if "strategy" in calls.columns else calls
-        plots = {name: Png(plots_dir / f"{name}.png", png)
-                 for name, png in draw_plots(plot_sessions, calls, headline=plot_head).items()}
+        # Drawn by a child process while the statistics are computed here (reports.plots.PendingPlots).
+        pending = PendingPlots(partial(draw_plots, plot_sessions, calls, names=PLOTS_WITHOUT_STATISTICS))
+    say(f"bootstrap intervals of {len(sessions):,} session rows x {len(stats.METRICS)} metrics")
+    head = stats.headline(sessions)
+    say(f"paired differences against {chosen} and against each goal's best")
+    # The report's pairs and the decision's share their resamples (a strategy and a metric name one
+    # stream): computed together, each stream is drawn once.
+    asked = stats.paired_against(sessions, chosen) if len(strategies) > 1 else []
+    pairs = stats.paired_differences(sessions, asked + goal_pairs(head))
+    pair = pairs.iloc[:len(asked)].reset_index(drop=True) if asked else pd.DataFrame()
+    plots: dict[str, Png] = {}
+    if pending is not None and plots_dir is not None:
+        say("drawing the plots")
+        plot_head = head if shown is None else _only(head, shown)
+        drawn = pending.wait() | draw_plots(plot_sessions, calls, headline=plot_head, names=["cost_vs_success"])
+        plots = {name: Png(plots_dir / f"{name}.png", drawn[name]) for name in PLOT_NAMES}
     say("the decision: best and tied strategies per goal")
     return ReportData(
         run_dir=path, run_id=run_id, manifest=manifest, config_text=config_text,
         sessions=sessions, strategies=strategies, baseline=chosen, baseline_note=note, headline=head,
         paired=pair, outcomes=stats.outcome_shares(sessions), families=stats.breakdown(sessions, "family"),
         loops=stats.loop_rules(sessions), plots=plots, sweep=sweep, plots_note=plots_note,
-        ranked=decision_order(head, strategies), decisions=decide(sessions, head), front=pareto_front(head),
+        ranked=decision_order(head, strategies), decisions=decide(sessions, head, pairs=pairs),
+        front=pareto_front(head),
         failures=explain_outcomes(sessions, _token_budgets(manifest)), contrasts=cost_contrasts(head, chosen),
     )
 

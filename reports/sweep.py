@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 from harness.core.files import write_atomically
 from harness.core.rundir import PLOTS_DIR, Manifest
 from reports import stats
-from reports.inputs import FORMATS, OpenRun, check_formats, open_run_dir
+from reports.inputs import FORMATS, REPORT_COLUMNS, SWEEP_COLUMNS, OpenRun, check_formats, open_run_dir
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
 from reports.outputs import Png, write_files
 from reports.plots import (
@@ -45,8 +45,6 @@ from reports.plots import (
 from reports.stats import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, Metric
 from reports.tables import Cell, Table, format_interval, format_value, interval_cell, is_share
 
-#: The columns a run has had since sweeps exist; a run directory from before has none of them.
-SWEEP_COLUMNS = ("model", "sweep_param", "sweep_value")
 #: The metric a ranking orders by unless told otherwise (what ``reports.stats.METRICS`` calls success).
 SUCCESS = "success_rate"
 #: One fixed colour (and marker) per built-in profile, in the order profiles are listed, so a profile
@@ -465,7 +463,7 @@ def collect_sweep(run_dir: str | Path | OpenRun, *, metric: str = SUCCESS, plots
     Reads only; ``sessions`` (the run's, as :meth:`reports.inputs.OpenRun.sessions` reads them) and
     ``headline`` save reading and computing them again when the caller has them."""
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
-    sessions = run.sessions() if sessions is None else sessions
+    sessions = run.sessions(REPORT_COLUMNS, optional=SWEEP_COLUMNS) if sessions is None else sessions
     head = _headline(sessions, headline, DEFAULT_RESAMPLES, DEFAULT_SEED, CONFIDENCE)
     points = sweep_points(sessions, headline=head)
     ranks = ranking(sessions, metric, headline=head)

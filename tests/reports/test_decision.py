@@ -8,8 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.decision import GOALS, best_corner, cost_contrasts, decide, decision_order, pareto_front, ranked
-from reports.stats import headline
+import reports.decision
+from reports.decision import (
+    GOALS,
+    best_corner,
+    cost_contrasts,
+    decide,
+    decision_order,
+    goal_pairs,
+    pareto_front,
+    ranked,
+)
+from reports.stats import headline, paired_against, paired_differences
 
 N = 60
 
@@ -160,3 +170,23 @@ def test_decide_is_deterministic() -> None:
                                                                  resamples=200)
     assert first == second
     assert all(np.isfinite(t.ci_low) for r in first for t in r.others)
+
+
+def test_decide_from_pairs_computed_with_the_reports_equals_decide_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report computes its paired table and the decision's pairs in one call (their streams are
+    shared); decide reading those pairs answers exactly as decide computing its own, and asks for
+    nothing it was not given."""
+    sessions = frame(strategy_rows("base", solved=HALF, cost=1.0),
+                     strategy_rows("other", solved=[i % 3 != 0 for i in range(N)], cost=1.2, latency_shift=9.0),
+                     strategy_rows("third", solved=[i % 4 != 0 for i in range(N)], cost=0.9, loops=6))
+    head = headline(sessions, resamples=200)
+    needed = goal_pairs(head)
+    assert needed and all(best != strategy for strategy, best, _metric in needed)
+    pairs = paired_differences(sessions, paired_against(sessions, "base") + needed, resamples=200)
+    alone = decide(sessions, head, resamples=200)
+
+    def no_more(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("decide resampled pairs it was given")
+
+    monkeypatch.setattr(reports.decision.stats, "paired_differences", no_more)
+    assert decide(sessions, head, resamples=200, pairs=pairs) == alone

@@ -5,8 +5,12 @@ crash; the module stays off the runtime."""
 
 from __future__ import annotations
 
+import math
+import signal
 import subprocess
 import sys
+import time
+from functools import partial
 from pathlib import Path
 
 import matplotlib.image
@@ -18,6 +22,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
+import reports.stats
 from reports import plots
 from reports.decision import pareto_front
 from reports.plots import (
@@ -25,8 +30,11 @@ from reports.plots import (
     FIGSIZE,
     OKABE_ITO,
     PLOT_NAMES,
+    PLOTS_WITHOUT_STATISTICS,
+    PendingPlots,
     context_tokens_by_turn,
     cost_vs_success,
+    draw_plots,
     ecdf_input_tokens,
     ecdf_latency,
     outcome_mix,
@@ -36,7 +44,7 @@ from reports.plots import (
     syntax_errors_by_context,
     write_plots,
 )
-from reports.stats import headline
+from reports.stats import headline, wilson_interval
 
 STRATEGIES = ("sliding_window", "unbounded", "summarize")
 EXPECTED_SIZE = (round(FIGSIZE[0] * DPI), round(FIGSIZE[1] * DPI))
@@ -208,6 +216,74 @@ def test_turns_count_agent_calls_only() -> None:
     assert list(turns) == list(range(1, agent_calls + 1))
 
 
+
+def _reference_turn_curves(calls: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The turn curves as context_tokens_by_turn computed them before turn_curves: a sort of the agent
+    calls, a cumcount per session, and per strategy a groupby with Series.quantile per turn."""
+    agent = calls[calls["call_kind"] == "agent"]
+    session = ["strategy", "scenario", "session_index"]
+    agent = agent.sort_values([*session, "call_index"], kind="stable")
+    agent = agent.assign(turn=agent.groupby(session, sort=False).cumcount() + 1)
+    curves = {}
+    for strategy, group in agent.groupby("strategy", sort=True):
+        sessions = group[["scenario", "session_index"]].drop_duplicates().shape[0]
+        stats = group.groupby("turn")["context_tokens"].agg(
+            median="median", q1=lambda s: s.quantile(0.25), q3=lambda s: s.quantile(0.75), n="size")
+        curves[str(strategy)] = stats[stats["n"] >= max(1, math.ceil(plots.MIN_SESSION_SHARE_PER_TURN * sessions))]
+    return curves
+
+
+def _shuffled_calls(seed: int, tokens_dtype: str) -> pd.DataFrame:
+    """make_tables' calls with ties in call_index, two scenarios, a summary call, and rows shuffled."""
+    _, calls = make_tables(sessions_per_strategy=12, seed=seed)
+    rng = np.random.default_rng(seed)
+    calls = calls.assign(scenario=np.where(rng.random(len(calls)) < 0.5, "mix", "k8s"),
+                         call_index=calls["call_index"] // 2,  # two calls per index: ties keep table order
+                         context_tokens=(calls["context_tokens"] // 500).astype(tokens_dtype))
+    return calls.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("tokens_dtype", ["int64", "float64"])
+def test_turn_curves_equal_the_groupby_per_turn_to_the_bit(seed: int, tokens_dtype: str) -> None:
+    calls = _shuffled_calls(seed, tokens_dtype)
+    ours, reference = plots.turn_curves(calls), _reference_turn_curves(calls)
+    assert list(ours) == list(reference)
+    for strategy, expected in reference.items():
+        pd.testing.assert_frame_equal(ours[strategy], expected, check_exact=True)
+
+
+def _reference_bucket_rates(calls: pd.DataFrame, min_calls: int) -> dict[str, pd.DataFrame]:
+    """The syntax-error rates as syntax_errors_by_context computed them before bucket_rates."""
+    agent = calls[calls["call_kind"] == "agent"]
+    edges = [low for low, _high, _label in plots.CONTEXT_BUCKETS] + [np.inf]
+    agent = agent.assign(bucket=pd.cut(agent["input_tokens"].astype(float), bins=edges, right=False, labels=False),
+                         malformed=agent["malformed_kind"].fillna("").astype(str) != "")
+    rates = {}
+    for strategy, group in agent.groupby("strategy", sort=True):
+        counts = group.groupby("bucket")["malformed"].agg(["sum", "size"])
+        counts = counts[counts["size"] >= min_calls]
+        if not counts.empty:
+            bounds = [wilson_interval(float(k), float(n)) for k, n in zip(counts["sum"], counts["size"], strict=True)]
+            rates[str(strategy)] = counts.assign(rate=counts["sum"] / counts["size"], low=[b[0] for b in bounds],
+                                                 high=[b[1] for b in bounds])
+    return rates
+
+
+@pytest.mark.parametrize("min_calls", [1, 5, 20])
+def test_bucket_rates_equal_the_groupby_per_bucket(min_calls: int) -> None:
+    calls = _shuffled_calls(4, "int64")
+    calls["input_tokens"] = calls["input_tokens"] * np.random.default_rng(4).integers(1, 12, len(calls))
+    ours, reference = plots.bucket_rates(calls, min_calls) or {}, _reference_bucket_rates(calls, min_calls)
+    assert list(ours) == list(reference) and len(reference) > 0
+    for strategy, expected in reference.items():
+        got = ours[strategy]
+        np.testing.assert_array_equal(got.index.to_numpy(dtype=float), expected.index.to_numpy(dtype=float))
+        for column in ("sum", "size", "rate", "low", "high"):
+            np.testing.assert_array_equal(got[column].to_numpy(), expected[column].to_numpy())
+    assert plots.bucket_rates(calls.assign(call_kind="summary")) is None
+
+
 # ------------------------------------------------------------------------------------------- colours
 
 
@@ -277,6 +353,66 @@ def test_same_inputs_give_byte_identical_pngs(tmp_path: Path, tables: tuple[pd.D
                          tmp_path / "two", headline=small_headline)
     for name in PLOT_NAMES:
         assert first[name].read_bytes() == second[name].read_bytes(), name
+
+
+def test_plots_drawn_by_a_child_process_are_the_bytes_drawn_here(tables: tuple[pd.DataFrame, pd.DataFrame],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """PendingPlots forks a child (on Linux with two cores or more) that sends back the same PNG bytes
+    as drawing in this process; with one core it draws in this process."""
+    sessions, calls = tables
+    here = draw_plots(sessions, calls, names=PLOTS_WITHOUT_STATISTICS)
+    assert list(here) == list(PLOTS_WITHOUT_STATISTICS)
+    monkeypatch.setattr(reports.stats, "WORKERS", 2)
+    pending = PendingPlots(partial(draw_plots, sessions, calls, names=PLOTS_WITHOUT_STATISTICS))
+    assert (pending._process is not None) == sys.platform.startswith("linux")
+    assert pending.wait() == here
+    monkeypatch.setattr(reports.stats, "WORKERS", 1)
+    pending = PendingPlots(partial(draw_plots, sessions, calls, names=PLOTS_WITHOUT_STATISTICS))
+    assert pending._process is None and pending.wait() == here
+
+
+class _Unreadable(ValueError):
+    pass
+
+
+def _fails() -> dict[str, bytes]:
+    raise _Unreadable("a plot could not be drawn")
+
+
+def test_a_plot_that_fails_in_the_child_fails_here_with_its_own_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that could not draw sends nothing back; the plots are drawn here, where the error
+    surfaces as itself (a bug keeps its traceback)."""
+    monkeypatch.setattr(reports.stats, "WORKERS", 2)
+    with pytest.raises(_Unreadable, match="could not be drawn"):
+        PendingPlots(_fails).wait()
+
+
+def _sleeps() -> dict[str, bytes]:
+    time.sleep(60)
+    return {}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the plots are drawn in a child on Linux only")
+def test_an_interrupted_wait_ends_the_child_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or SIGTERM, which the CLI raises the same way) while the parent waits for the plots:
+    the wait raises it, and the child, whose work is no longer wanted, is ended rather than waited for."""
+    monkeypatch.setattr(reports.stats, "WORKERS", 2)
+    pending = PendingPlots(_sleeps)
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    started = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            pending.wait()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 15
+    assert pending._process is not None and not pending._process.is_alive()
 
 
 def test_png_embeds_no_software_or_date(tmp_path: Path, tables: tuple[pd.DataFrame, pd.DataFrame]) -> None:

@@ -11,13 +11,24 @@ import pandas as pd
 import pytest
 
 from reports.stats import (
+    BLOCK_INDICES,
+    CONFIDENCE,
     METRICS,
+    SESSION_KEY,
+    block_statistic,
     bootstrap,
     headline,
     loop_rules,
     metric_arrays,
     outcome_shares,
     paired,
+    paired_differences,
+    percentile_interval,
+    quantile_rows,
+    rate_interval,
+    resample_rows,
+    rng_for,
+    statistic,
     wilson_interval,
     with_success,
 )
@@ -228,3 +239,148 @@ def test_metrics_added_for_the_decision_keep_the_old_names() -> None:
            "latency_p95", "success_rate", "cost_per_session"}
     assert old | {"cost_per_solved_session", "cache_hit_share"} == set(METRICS)
     assert list(METRICS)[:len(old)] == [m for m in METRICS if m in old]
+
+
+# Block-wise resampling: the same draws and the same bits as one index matrix per stream ---------------
+# The references below are the computation before the resamples were drawn in blocks (one
+# ``rng.integers`` matrix per metric and strategy, reduced by ``statistic``); every comparison is exact.
+
+
+def _reference_headline(sessions: pd.DataFrame, resamples: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for strategy, group in with_success(sessions).groupby("strategy", sort=True):
+        for metric in METRICS.values():
+            values, den = metric_arrays(group, metric)
+            n, stat = len(values), statistic(metric)
+            idx = rng_for(seed, "headline", metric.name, str(strategy)).integers(0, n, size=(resamples, n))
+            lo, hi = percentile_interval(stat(values, den, idx), CONFIDENCE)
+            wilson = rate_interval(metric, values, den, CONFIDENCE)
+            lo, hi = wilson if wilson is not None else (lo, hi)
+            rows.append({"strategy": strategy, "metric": metric.name, "value": float(stat(values, den, np.arange(n))),
+                         "ci_low": lo, "ci_high": hi, "n": n, "interval": "bootstrap" if wilson is None else "wilson"})
+    return pd.DataFrame(rows)
+
+
+def _reference_paired(sessions: pd.DataFrame, baseline: str, resamples: int, seed: int) -> pd.DataFrame:
+    sessions = with_success(sessions)
+    base = sessions[sessions["strategy"] == baseline].set_index(SESSION_KEY).sort_index()
+    rows = []
+    for strategy, group in sessions.groupby("strategy", sort=True):
+        if strategy == baseline:
+            continue
+        other = group.set_index(SESSION_KEY).sort_index()
+        common = base.index.intersection(other.index)
+        a, b, n = other.loc[common], base.loc[common], len(common)
+        for metric in METRICS.values():
+            stat = statistic(metric)
+            (va, da), (vb, db) = metric_arrays(a, metric), metric_arrays(b, metric)
+            full = np.arange(n)
+            diff = float(stat(va, da, full) - stat(vb, db, full))
+            base_value = float(stat(vb, db, full))
+            idx = rng_for(seed, "paired", metric.name, str(strategy)).integers(0, n, size=(resamples, n))
+            lo, hi = percentile_interval(stat(va, da, idx) - stat(vb, db, idx), CONFIDENCE)
+            rows.append({"strategy": strategy, "baseline": baseline, "metric": metric.name, "n": n, "diff": diff,
+                         "ci_low": lo, "ci_high": hi,
+                         "relative": diff / base_value if base_value and np.isfinite(base_value) else np.nan,
+                         "excludes_zero": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(("n", "resamples"), [(1, 7), (5, 300), (300, 41), (BLOCK_INDICES + 3, 3)])
+def test_resample_rows_are_one_integers_matrix_in_blocks_and_leave_the_generator_alike(n: int,
+                                                                                      resamples: int) -> None:
+    """The blocks (int32) hold the integers of one int64 ``rng.integers`` matrix, in order, and the
+    generator draws the same numbers afterwards: numpy's bounded integers come from one stream of
+    32-bit words whatever the dtype and however the draws are split."""
+    ours, theirs = np.random.default_rng([3, n]), np.random.default_rng([3, n])
+    blocks = list(resample_rows(ours, n, resamples))
+    assert all(block.dtype == np.int32 for block in blocks)
+    assert len(blocks) > 1 or resamples * n <= BLOCK_INDICES
+    np.testing.assert_array_equal(np.concatenate(blocks), theirs.integers(0, n, size=(resamples, n)))
+    assert ours.integers(0, 2**40, size=5).tolist() == theirs.integers(0, 2**40, size=5).tolist()
+    assert ours.random() == theirs.random()
+
+
+def _columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Session columns like a run's: integers, flags, prices and seconds, with ties and zeros."""
+    return {
+        "context_tokens_mean": rng.lognormal(9, 1, n).round(3), "input_tokens": rng.integers(0, 5_000_000, n),
+        "cached_input_tokens": rng.integers(0, 4_000_000, n), "tool_calls": rng.integers(0, 90, n),
+        "tool_syntax_errors": rng.integers(0, 4, n), "loop_detected": rng.random(n) < 0.1,
+        "latency_s": rng.choice(rng.lognormal(6, 0.5, max(2, n // 3)), n), "success": rng.random(n) < 0.7,
+        "cost_usd": rng.lognormal(0, 1, n),
+    }
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 400])
+@pytest.mark.parametrize("name", list(METRICS))
+def test_block_statistic_is_statistic_to_the_bit(name: str, n: int) -> None:
+    """Every metric's block statistic equals ``statistic`` on the same index rows exactly: gathered
+    into a buffer, means as sums over n, quantiles from partitioned ranks."""
+    metric = METRICS[name]
+    rng = np.random.default_rng(n)
+    frame = pd.DataFrame(_columns(rng, n))
+    values, den = metric_arrays(frame, metric)
+    idx = rng.integers(0, n, size=(257, n))
+    block = block_statistic(metric, values, den)
+    ours = np.concatenate([block(idx[:100].astype(np.int32)), block(idx[100:].astype(np.int32))])
+    np.testing.assert_array_equal(ours, statistic(metric)(values, den, idx))
+
+
+def test_a_quantile_over_more_sessions_than_int16_ranks_hold_is_still_numpys() -> None:
+    values = np.random.default_rng(40).lognormal(6, 0.5, 40_000)
+    idx = np.random.default_rng(41).integers(0, len(values), size=(3, len(values)))
+    for name in ("latency_p50", "latency_p95"):
+        stat = block_statistic(METRICS[name], values, values)
+        np.testing.assert_array_equal(stat(idx.astype(np.int32)), statistic(METRICS[name])(values, values, idx))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf, as numpy's own
+@pytest.mark.parametrize("q", [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 0.975, 1.0, 1 / 3])
+@pytest.mark.parametrize("m", [1, 2, 3, 10, 41, 1000])
+def test_quantile_rows_is_numpys_quantile_to_the_bit(q: float, m: int) -> None:
+    rng = np.random.default_rng(m)
+    values = np.concatenate([rng.normal(0, 1e3, m), [0.0, -0.0, 1e300, -1e300, np.inf, -np.inf], rng.normal(0, 1, 3)])
+    values[rng.integers(0, len(values), 5)] = values[0]  # ties
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.arange(len(values))
+    idx = rng.integers(0, len(values), size=(64, m))
+    expected = np.quantile(values[idx], q, axis=-1)
+    np.testing.assert_array_equal(quantile_rows(ranks[idx], q, values[order]), expected)
+
+
+def test_a_quantile_over_a_nan_is_nan_as_numpy_says() -> None:
+    values = np.array([1.0, np.nan, 3.0, 2.0])
+    idx = np.array([[0, 2, 3, 0], [0, 1, 2, 3]])
+    stat = block_statistic(METRICS["latency_p95"], values, values)
+    np.testing.assert_array_equal(stat(idx), np.quantile(values[idx], 0.95, axis=-1))
+
+
+def test_headline_and_paired_equal_one_index_matrix_per_stream_to_the_bit() -> None:
+    """headline and paired (block-wise, on threads, with streams shared across baselines) give exactly
+    what one ``rng.integers`` matrix per (metric, strategy) reduced by ``statistic`` gives."""
+    rng = np.random.default_rng(21)
+    frame = sessions_frame(rng, {"unbounded": 0.0, "hybrid": 4.0, "drop_all": -20.0}, n=150)
+    frame.loc[frame.index[::7], "loop_detected"] = True
+    frame = frame[~((frame["strategy"] == "hybrid") & (frame["session_index"] % 11 == 0))]  # unequal n
+    pd.testing.assert_frame_equal(headline(frame, resamples=333, seed=5), _reference_headline(frame, 333, 5),
+                                  check_exact=True)
+    for baseline in ("unbounded", "hybrid"):
+        pd.testing.assert_frame_equal(paired(frame, baseline, resamples=333, seed=5),
+                                      _reference_paired(frame, baseline, 333, 5), check_exact=True)
+
+
+def test_paired_differences_answer_each_pair_as_paired_against_its_baseline_would() -> None:
+    """Pairs against several baselines in one call (a strategy's stream shared by them, a repeat asked
+    once) equal the rows of ``paired`` against each baseline."""
+    frame = sessions_frame(np.random.default_rng(8), {"unbounded": 0.0, "hybrid": 2.0, "pipeline": -3.0}, n=90)
+    asked = [("hybrid", "unbounded", "latency_p95"), ("pipeline", "unbounded", "success_rate"),
+             ("pipeline", "hybrid", "success_rate"), ("hybrid", "unbounded", "latency_p95"),
+             ("unbounded", "pipeline", "cost_per_solved_session")]
+    table = paired_differences(frame, asked, resamples=250, seed=2)
+    assert list(zip(table["strategy"], table["baseline"], table["metric"], strict=True)) == list(dict.fromkeys(asked))
+    for _, row in table.iterrows():
+        alone = paired(frame, row["baseline"], resamples=250, seed=2, metrics=[row["metric"]])
+        expected = alone[alone["strategy"] == row["strategy"]].iloc[0]
+        pd.testing.assert_series_equal(row, expected, check_names=False, check_exact=True)
