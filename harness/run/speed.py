@@ -37,6 +37,7 @@ import scenarios
 import strategies
 from harness.core import tokens
 from harness.core.crn import session_seed
+from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.tokens import Tokenizer
 from harness.run.config import RunConfig, load_config
 from harness.sim.kernel import replay
@@ -49,6 +50,7 @@ __all__ = [
     "linearity",
     "peak_rss",
     "replay_rate",
+    "script_history",
     "strands_operations",
     "tiled_run",
     "tokenization_floor",
@@ -273,6 +275,20 @@ def linearity(n: int, *, repeats: int = 3, names: list[str] | None = None) -> Go
 # P5: strategy operations against strands' managers ---------------------------------------------------------
 
 
+def script_history(turns: int) -> list[Message]:
+    """A scripted session as the ideal agent's history (what the strategy benchmarks feed): the task,
+    then a call and its result per step of a k8s_crashloop script of ``turns`` steps."""
+    script = scenarios.generate("k8s_crashloop", 7, turns=turns)
+    meter = TextMeter.for_facts(script.fact_values())
+    history = [Message.build("user", [Text(script.task.text)], kind="task", meter=meter)]
+    for i, step in enumerate(script.steps):
+        history.append(Message.build("assistant", [Text(f"Step {step.id}"), ToolUse(f"t{i}", step.tool, {})],
+                                     step_id=step.id, meter=meter))
+        history.append(Message.build("user", [ToolResult(f"t{i}", "success", step.payload)], step_id=step.id,
+                                     meter=meter))
+    return history
+
+
 def strands_operations(turns: int = 200, *, repeats: int = 5) -> Goal:
     """P5: our sliding window's and summarizer's reduction against strands' managers on the same
     Converse history (the time of one management call after each of ``turns`` steps)."""
@@ -296,17 +312,11 @@ def _strands_operations(sliding: Any, summarizing: Any, overflow: type[Exception
     from types import SimpleNamespace
 
     from harness.core.context import Context
-    from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse, to_converse
+    from harness.core.messages import Message, to_converse
 
     logging.getLogger("strands").setLevel(logging.CRITICAL)
-    script = scenarios.generate("k8s_crashloop", 7, turns=turns)
-    meter = TextMeter.for_facts(script.fact_values())
-    history = [Message.build("user", [Text(script.task.text)], kind="task", meter=meter)]
-    for i, step in enumerate(script.steps):
-        history.append(Message.build("assistant", [Text(f"Step {step.id}"), ToolUse(f"t{i}", step.tool, {})],
-                                     step_id=step.id, meter=meter))
-        history.append(Message.build("user", [ToolResult(f"t{i}", "success", step.payload)], step_id=step.id,
-                                     meter=meter))
+    history = script_history(turns)
+    meter = history[0].meter
     converse = [to_converse(m) for m in history]
 
     class Aux:

@@ -10,31 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-import scenarios
 import strategies
 from harness.core.context import Context
-from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
+from harness.core.messages import Message
 from harness.core.tokens import TiktokenTokenizer
 from harness.run.config import DEFAULT_PIPELINE
-from harness.run.speed import interleaved_best
+from harness.run.speed import interleaved_best, script_history
 from strategies.base import CannotReduce, ContextStrategy
 
 SHORT, LONG = 250, 500
 #: Large enough that no strategy overflows, so both lengths replay every turn.
 WINDOW = 10_000_000
-
-
-def script_history(turns: int) -> list[Message]:
-    """A scripted session as the ideal agent's history: the task, then (call, result) per step."""
-    script = scenarios.generate("k8s_crashloop", 7, turns=turns)
-    meter = TextMeter.for_facts(script.fact_values())
-    history = [Message.build("user", [Text(script.task.text)], kind="task", meter=meter)]
-    for i, step in enumerate(script.steps):
-        history.append(Message.build("assistant", [Text(f"Step {step.id}"), ToolUse(f"t{i}", step.tool, {})],
-                                     step_id=step.id, meter=meter))
-        history.append(Message.build("user", [ToolResult(f"t{i}", "success", step.payload)], step_id=step.id,
-                                     meter=meter))
-    return history
 
 
 def feed(history: list[Message], strategy: ContextStrategy) -> Context:
