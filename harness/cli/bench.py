@@ -71,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
             return goal
 
         step(f"P1 replays per second: runs of {small} and {large} sessions", p1)
-        step(f"P2 tokenization floor: {p2_sessions} sessions per scenario, serially", lambda: speed.tokenization_floor(
+        step(f"P2 tokenization floor: sessions per scenario: {p2_sessions}, serially", lambda: speed.tokenization_floor(
             config, p2_sessions))
         step(f"P3 linearity: every strategy at {n} and {2 * n} tool steps", lambda: speed.linearity(n))
         step("P4 peak memory of the runs above", lambda: speed.peak_rss(config_path, results["small"], small,

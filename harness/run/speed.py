@@ -223,7 +223,7 @@ def tokenization_floor(config: RunConfig, sessions: int, *, repeats: int = 3) ->
     ratio = replay_s / floor_s
     chars = sum(len(t) for t in texts)
     return Goal("P2 replay / tokenization floor", "<= 3x", f"{ratio:,.1f}x", ratio <= 3,
-                f"{n} replays ({sessions} sessions per scenario x {len(variants)} variants, serial, cold tokenizer) "
+                f"{n} replays (sessions per scenario: {sessions}, x {len(variants)} variants, serial, cold tokenizer) "
                 f"{replay_s:.2f} s; counting their {len(texts):,} distinct texts ({chars / 1e6:.1f} M characters) "
                 f"once {floor_s:.3f} s", {"ratio": ratio, "replay_s": replay_s, "floor_s": floor_s,
                                             "texts": len(texts), "replays": n})
