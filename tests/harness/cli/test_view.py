@@ -4,6 +4,7 @@ with exit 2 that writes nothing; ``--serve`` serves the page on localhost until 
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -81,8 +82,11 @@ def test_view_refuses_a_busy_port_before_it_writes_anything(run_dir: Path, tmp_p
 def test_view_serve_serves_the_page_until_ctrl_c(run_dir: Path, tmp_path: Path) -> None:
     port = free_port()
     page = tmp_path / "served.html"
+    # faulthandler on: if the server does not stop, SIGABRT makes it print every thread's stack (seen once:
+    # no exit 20 s after Ctrl-C, in one of six full runs; not reproduced since).
     process = subprocess.Popen([*command(), "view", str(run_dir), "--out", str(page), "--serve", "--port", str(port)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=os.environ | {"PYTHONFAULTHANDLER": "1"})
     try:
         assert process.stdout is not None
         assert process.stdout.readline().strip() == str(page)
@@ -95,7 +99,13 @@ def test_view_serve_serves_the_page_until_ctrl_c(run_dir: Path, tmp_path: Path) 
             urllib.request.urlopen(f"http://127.0.0.1:{port}/config.toml", timeout=10)
         assert info.value.code == 404  # the page only: nothing else of the run directory is served
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=20) == 0
+        try:
+            code = process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            _out, stacks = process.communicate(timeout=20)
+            pytest.fail(f"view --serve did not stop 20 s after Ctrl-C; its threads:\n{stacks}")
+        assert code == 0
         assert "Traceback" not in (process.stderr.read() if process.stderr else "")
     finally:
         if process.poll() is None:
