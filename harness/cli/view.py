@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import errno
 import http.server
+import signal
 import sys
 from pathlib import Path
 
@@ -102,6 +103,9 @@ def serve(server: _PageServer, page: Path) -> None:
     """Serve ``page`` on ``server`` until Ctrl-C (which ends the command normally)."""
     server.page = page.read_bytes()
     server.name = page.name
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored, and Python then
+    # installs no KeyboardInterrupt handler: Ctrl-C (or `kill -INT`) would never stop the server. Ask for it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(f"serving the explorer at http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
