@@ -4,6 +4,7 @@ themselves are `ctxbench bench`'s output, never asserted as times."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -22,8 +23,24 @@ def test_interleaved_best_alternates_and_returns_the_last_results() -> None:
     short_s, long_s, short, long = speed.interleaved_best(3, lambda: calls.append("s") or "S",
                                                           lambda: calls.append("l") or "L", min_seconds=0.0)
     assert (short, long) == ("S", "L")
-    assert calls == ["s", "s", "l", "s", "l", "s", "l"]  # one calibration run, then alternating
+    # one warm-up run of each side (the short one also calibrates the loops), then alternating samples
+    assert calls == ["s", "l", "s", "l", "s", "l", "s", "l"]
     assert short_s >= 0 and long_s >= 0
+
+
+def test_interleaved_best_gives_each_side_the_same_starting_state() -> None:
+    # A workload that is fast when it ran last (a warm cache of its own) and slow otherwise: both sides
+    # must be measured in the slow state, so their ratio is 1, not the 0.1 that a warm first short
+    # sample would give.
+    last: list[str] = [""]
+
+    def work(side: str) -> str:
+        time.sleep(0.001 if last[0] == side else 0.01)
+        last[0] = side
+        return side
+
+    short_s, long_s, _, _ = speed.interleaved_best(3, lambda: work("s"), lambda: work("l"), min_seconds=0.0)
+    assert short_s >= 0.01 and long_s >= 0.01
 
 
 def test_the_floor_counts_every_text_the_replays_counted_once_with_a_cold_tokenizer() -> None:
