@@ -329,14 +329,16 @@ def bootstrap(values: np.ndarray, metric: Metric, *, denominators: np.ndarray | 
 
 
 def headline(sessions: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-             confidence: float = CONFIDENCE) -> pd.DataFrame:
+             confidence: float = CONFIDENCE, metrics: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per (strategy, metric): value, ci_low, ci_high, n, and ``interval``: ``bootstrap``, or
-    ``wilson`` for a rate of none or all of its events (:func:`rate_interval`)."""
+    ``wilson`` for a rate of none or all of its events (:func:`rate_interval`). ``metrics`` (names of
+    ``METRICS``) limits the metrics; each one's resamples are the same whichever others are asked for."""
+    chosen = list(METRICS.values()) if metrics is None else [METRICS[name] for name in metrics]
     sessions = with_success(sessions) if "success" not in sessions else sessions
     cells = []
     streams = []
     for strategy, group in sessions.groupby("strategy", sort=True):
-        for metric in METRICS.values():
+        for metric in chosen:
             values, den = metric_arrays(group, metric)
             cells.append((strategy, metric, values, den))
             streams.append(_Stream(rng_for(seed, "headline", metric.name, str(strategy)), len(values),

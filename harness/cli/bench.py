@@ -18,8 +18,8 @@ import harness
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers
 
-#: (P1 and P4's smaller run, P4's larger run, P2's sessions per scenario, P3's N, P6's session rows).
-SIZES = {"full": (100, 400, 4, 200, 30_000), "quick": (20, 80, 1, 60, 3_000)}
+#: (P1's sessions, P2's sessions per scenario, P3's N, P6's session rows, P4's two sizes of the tables).
+SIZES = {"full": (400, 4, 200, 30_000, (3_000, 9_000)), "quick": (80, 1, 60, 3_000, (2_000, 4_000))}
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
         config = load_config(config_path)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    small, large, p2_sessions, n, report_rows = SIZES["quick" if args.quick else "full"]
+    large, p2_sessions, n, report_rows, tables = SIZES["quick" if args.quick else "full"]
     goals: list[speed.Goal] = []
     started = time.perf_counter()
 
@@ -66,16 +66,18 @@ def handle(args: argparse.Namespace) -> int:
         results: dict[str, Any] = {}
 
         def p1() -> speed.Goal:
-            results["small"] = speed.replay_rate(config_path, small, args.jobs, root / "small")[1]
             goal, results["large"] = speed.replay_rate(config_path, large, args.jobs, root / "large")
             return goal
 
-        step(f"P1 replays per second: runs of {small} and {large} sessions", p1)
+        step(f"P1 replays per second: a run of {large} sessions", p1)
         step(f"P2 tokenization floor: sessions per scenario: {p2_sessions}, serially", lambda: speed.tokenization_floor(
             config, p2_sessions))
         step(f"P3 linearity: every strategy at {n} and {2 * n} tool steps", lambda: speed.linearity(n))
-        step("P4 peak memory of the runs above", lambda: speed.peak_rss(config_path, results["small"], small,
-                                                                         results["large"], large))
+        def p4() -> speed.Goal:
+            measured = [speed.table_phase(root / "large", size, root / f"tables-{size}") for size in tables]
+            return speed.peak_rss(results["large"], large, measured[0], tables[0], measured[1], tables[1])
+
+        step(f"P4 peak memory: the P1 run, and writing the tables of {tables[0]:,} and {tables[1]:,} sessions", p4)
         step("P5 strategy operations against strands' managers", speed.strands_operations)
         step(f"P6 the report of {report_rows:,} session rows", lambda: _report_goal(root / "large", root / "tiled",
                                                                                    report_rows))

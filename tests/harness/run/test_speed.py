@@ -75,10 +75,35 @@ def test_a_run_in_a_child_process_reports_its_time_rows_and_memory(tmp_path: Pat
     assert result["rows"] == 2 * len(TINY["strategies"])
     assert result["peak_rss_mb"] > 10 and result["seconds"] > 0
     assert goal.values["replays_per_s"] == pytest.approx(result["rows"] / result["seconds"])
-    bigger = speed.peak_rss(path, {"peak_rss_mb": 100.0}, 10, {"peak_rss_mb": 110.0}, 20)
-    assert bigger.values["mb_per_1000_sessions"] == pytest.approx(1000.0)
-    assert bigger.values["projected_mb"] == pytest.approx(110 + 1000 * (100_000 - 20) / 1000)
-    assert bigger.met is False
+
+
+def test_p4_takes_the_larger_of_the_run_and_the_tables_extrapolated() -> None:
+    run = {"peak_rss_mb": 300.0}
+    growing = speed.peak_rss(run, 400, {"peak_rss_mb": 100.0}, 10, {"peak_rss_mb": 110.0}, 20)
+    assert growing.values["mb_per_1000_sessions"] == pytest.approx(1000.0)
+    assert growing.values["projected_mb"] == pytest.approx(110 + 1000 * (100_000 - 20) / 1000)
+    assert growing.met is False
+    level = speed.peak_rss(run, 400, {"peak_rss_mb": 700.0}, 3000, {"peak_rss_mb": 690.0}, 9000)
+    assert level.values["projected_mb"] == 700.0 - 10.0 and level.met is True  # a falling line is held level
+    replaying = speed.peak_rss({"peak_rss_mb": 2000.0}, 400, {"peak_rss_mb": 700.0}, 3000,
+                               {"peak_rss_mb": 700.0}, 9000)
+    assert replaying.values["projected_mb"] == 2000.0 and replaying.met is False
+
+
+def test_tiled_batches_give_the_tables_of_a_bigger_run_in_table_order(tmp_path: Path) -> None:
+    config = RunConfig(**(TINY | {"sessions": 3, "batch_size": 1}))
+    run(config, tmp_path / "src", quiet=True)
+    source = pd.read_parquet(tmp_path / "src" / SESSIONS_TABLE)
+    result = speed.table_phase(tmp_path / "src", 7, tmp_path / "big")
+    tiled = pd.read_parquet(tmp_path / "big" / SESSIONS_TABLE)
+    assert result["session_rows"] == len(tiled) == 7 * len(source) // 3
+    assert not tiled.duplicated(["scenario", "session_index", "strategy"]).any()
+    assert sorted(tiled["session_index"].unique()) == list(range(7))  # 3 sessions a copy, indices contiguous
+    calls = pd.read_parquet(tmp_path / "big" / CALLS_TABLE)
+    source_calls = pd.read_parquet(tmp_path / "src" / CALLS_TABLE)
+    per_session = source_calls.groupby("session_index").size()
+    assert len(calls) == sum(per_session[i % 3] for i in range(7))  # whole sessions, their calls with them
+    assert result["peak_rss_mb"] > 10
 
 
 def test_a_tiled_run_repeats_whole_sessions_and_checks_against_its_manifest(tmp_path: Path) -> None:
