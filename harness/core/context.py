@@ -223,7 +223,7 @@ class Context:
     model's reply (an assistant message with Text blocks); tests pass a deterministic fake.
     """
 
-    __slots__ = ("_messages", "_summarizer", "removed_count", "store", "window_tokens")
+    __slots__ = ("_messages", "_summarizer", "prompt_overhead", "removed_count", "store", "window_tokens")
 
     def __init__(
         self,
@@ -232,11 +232,17 @@ class Context:
         window_tokens: int = 200_000,
         summarizer: Summarizer | None = None,
         store: PayloadStore | None = None,
+        prompt_overhead: int = 0,
     ) -> None:
         if window_tokens < 1:
             raise ValueError(f"window_tokens must be >= 1, got {window_tokens}")
+        if prompt_overhead < 0:
+            raise ValueError(f"prompt_overhead must be >= 0, got {prompt_overhead}")
         self._messages = Window(messages)
         self.window_tokens = window_tokens
+        #: Tokens every call sends besides the window's messages (system prompt, tool schemas): what a
+        #: trigger on "the prompt's input tokens" must count (sdk-strategies.md 2). Set by the runtime.
+        self.prompt_overhead = prompt_overhead
         self.removed_count = 0
         self._summarizer = summarizer
         self.store = store if store is not None else PayloadStore()
@@ -270,6 +276,11 @@ class Context:
     @property
     def tokens(self) -> int:
         return self._messages.tokens
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole input of the next call: `prompt_overhead` plus the window's tokens."""
+        return self.prompt_overhead + self._messages.tokens
 
     def utilization(self) -> float:
         return self._messages.tokens / self.window_tokens

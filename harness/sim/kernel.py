@@ -324,7 +324,8 @@ class Replay:
     # Agents and hand-overs -------------------------------------------------------------------------
     def _new_agent(self, name: str, first: Message, steps: list[Step]) -> AgentState:
         holder: list[AgentState] = []
-        ctx = Context(window_tokens=self.profile.window_tokens, summarizer=self._summarizer(lambda: holder[0]))
+        ctx = Context(window_tokens=self.profile.window_tokens, summarizer=self._summarizer(lambda: holder[0]),
+                      prompt_overhead=self.system_tokens)
         agent = AgentState(
             name=name, strategy=clone(self.template), ctx=ctx, detector=StuckDetector(),
             agent_cache=PromptCache(self.profile, self.system_tokens),
