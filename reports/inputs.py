@@ -33,6 +33,8 @@ from reports.stats import METRICS, with_success
 __all__ = [
     "CALL_COLUMNS",
     "FORMATS",
+    "OPTIONAL_CALL_COLUMNS",
+    "OPTIONAL_STATS_COLUMNS",
     "REPORT_COLUMNS",
     "STATS_COLUMNS",
     "SWEEP_COLUMNS",
@@ -57,8 +59,10 @@ NUMBER, TEXT = "number", "text"
 #: with their kind; ``success`` is derived from ``outcome``.
 STATS_COLUMNS: dict[str, str] = {
     "scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "outcome": TEXT,
-    **{c: NUMBER for m in METRICS.values() for c in (m.column, m.denominator) if c and c != "success"},
+    **{c: NUMBER for m in METRICS.values() if not m.optional for c in m.columns if c != "success"},
 }
+#: The columns of the optional metrics (``Metric.optional``): read when a run has them.
+OPTIONAL_STATS_COLUMNS = tuple(dict.fromkeys(c for m in METRICS.values() if m.optional for c in m.columns))
 #: What the report reads of the sessions besides: the breakdowns by scenario family and loop rule.
 REPORT_COLUMNS: dict[str, str] = STATS_COLUMNS | {"family": TEXT, "loop_rule": TEXT}
 #: The sessions columns a sweep adds (``reports.sweep``); a run directory from before sweeps has none.
@@ -68,6 +72,8 @@ CALL_COLUMNS: dict[str, str] = {
     "scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
     "context_tokens": NUMBER, "input_tokens": NUMBER, "malformed_kind": TEXT,
 }
+#: Calls columns the plots read when a run has them (a run made before compactions were counted has none).
+OPTIONAL_CALL_COLUMNS = ("tokens_freed",)
 #: Columns no row may leave empty: a row without them would silently drop out of every group.
 _KEY_COLUMNS = ("scenario", "session_index", "strategy")
 

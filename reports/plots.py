@@ -88,7 +88,7 @@ MIN_CALLS_PER_BUCKET = 20
 MIN_SESSION_SHARE_PER_TURN = 0.25
 
 PLOT_NAMES = ("context_tokens_by_turn", "ecdf_input_tokens", "ecdf_latency", "syntax_errors_by_context",
-              "cost_vs_success", "outcome_mix")
+              "cost_vs_success", "outcome_mix", "tokens_freed")
 
 #: The rcParams every figure is drawn with, on top of matplotlib's defaults: a user's matplotlibrc
 #: or an active style must not change the PNG bytes.
@@ -747,6 +747,58 @@ def outcome_mix(sessions: pd.DataFrame) -> Figure:
 # ------------------------------------------------------------------------------------------------- writing
 
 
+def tokens_freed_histogram(calls: pd.DataFrame, *, styles: dict[str, StrategyStyle] | None = None) -> Figure:
+    """How many tokens each compaction took out of the window: one panel per strategy that compacted (a call's
+    ``tokens_freed``: what compactions freed since the agent's previous call), on shared log-spaced bins, its
+    histogram in colour over the pooled one of the other strategies in grey; strategies that never compacted
+    are named below."""
+    styles = _styles_for([calls], styles)
+    title = "Tokens freed per compaction"
+    with plot_style():
+        freed: dict[str, np.ndarray] = {}
+        never: list[str] = []
+        if _has(calls, "strategy", "tokens_freed"):
+            for strategy, group in calls.groupby("strategy", sort=True):
+                values = group["tokens_freed"].to_numpy(dtype=float)
+                values = values[values > 0]
+                if values.size:
+                    freed[str(strategy)] = values
+                else:
+                    never.append(str(strategy))
+        if not freed:
+            fig, ax = new_figure()
+            fig.suptitle(title, fontweight="bold", fontsize=12)
+            no_data(ax, "no strategy compacted its context in this run")
+            return fig
+        everything = np.concatenate(list(freed.values()))
+        low, high = max(1.0, float(everything.min())), float(everything.max())
+        bins = np.geomspace(low, high * 1.0001 if high > low else low * 10, 25).tolist()
+        order = sorted(freed, key=lambda s: (float(np.median(freed[s])), s))
+        fig, axes = _panel_figure(len(order))
+        for ax, strategy in zip(axes, order, strict=False):
+            others = [v for s, v in freed.items() if s != strategy]
+            if others:
+                pooled = np.concatenate(others)
+                # Shares, not counts: a strategy that compacts every turn would flatten the others' bars.
+                ax.hist(pooled, bins=bins, weights=np.full(pooled.size, 1 / pooled.size), color="#DDDDDD")
+            values = freed[strategy]
+            ax.hist(values, bins=bins, weights=np.full(values.size, 1 / values.size), histtype="step",
+                    linewidth=1.8, color=styles[strategy].colour)
+            ax.set_title(short_label(strategy, 22), fontsize=9, fontweight="normal")
+            ax.text(0.97, 0.95, f"{values.size:,} compactions\nmedian {three_digits(float(np.median(values)))}",
+                    transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#333333")
+            ax.tick_params(labelsize=8)
+        axes[0].set_xscale("log")
+        axes[0].xaxis.set_major_formatter(FuncFormatter(thousands))
+        axes[0].yaxis.set_major_formatter(PercentFormatter(1.0))
+        fig.suptitle(title, fontweight="bold", fontsize=12)
+        fig.supxlabel("tokens freed before a call (log scale)"
+                      + (f"; never compacted: {', '.join(short_label(s, 18) for s in never)}" if never else ""),
+                      fontsize=9)
+        fig.supylabel("share of the strategy's compactions", fontsize=10)
+    return fig
+
+
 def png_bytes(fig: Figure) -> bytes:
     """``fig`` as PNG bytes with no embedded software version or date, so equal inputs give equal bytes."""
     buffer = io.BytesIO()
@@ -793,6 +845,7 @@ def draw_plots(sessions: pd.DataFrame, calls: pd.DataFrame, *, headline: pd.Data
         "syntax_errors_by_context": lambda: syntax_errors_by_context(calls, styles=styles),
         "cost_vs_success": lambda: cost_vs_success(sessions, headline=headline, styles=styles),
         "outcome_mix": lambda: outcome_mix(sessions),
+        "tokens_freed": lambda: tokens_freed_histogram(calls, styles=styles),
     }
     wanted = set(names)
     return {name: png_bytes(build()) for name, build in builders.items() if name in wanted}

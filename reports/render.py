@@ -38,6 +38,8 @@ from reports.decision import (
 from reports.inputs import (
     CALL_COLUMNS,
     FORMATS,
+    OPTIONAL_CALL_COLUMNS,
+    OPTIONAL_STATS_COLUMNS,
     REPORT_COLUMNS,
     SWEEP_COLUMNS,
     OpenRun,
@@ -49,7 +51,7 @@ from reports.inputs import (
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
 from reports.outcomes import OutcomeHits, explain_outcomes
 from reports.outputs import Png, check_targets, write_files
-from reports.stats import METRICS, Metric
+from reports.stats import METRICS, Metric, metrics_of
 from reports.tables import WILSON_MARK, Cell, Table, format_diff, format_interval, format_value, interval_cell, is_share
 
 # The CLI imports the input checks from here (they live in reports.inputs).
@@ -112,6 +114,12 @@ PLOTS: tuple[Plot, ...] = (
     Plot("outcome_mix", "Outcome mix",
          "How each strategy's sessions ended. Success is what you want; stuck, overflow and max_turns are the "
          "failures a context strategy is supposed to prevent."),
+    Plot("tokens_freed", "Tokens freed per compaction",
+         "For each strategy that changed what the model sees (a clear, summary, slide or mask), the tokens it took "
+         "out before a call, as shares of its compactions, over the other strategies' pooled in grey. Many small "
+         "edits (a window sliding every turn, results cleared one at a time) each rewrite the prompt cache from "
+         "the edit on; few large ones (a summary) cost a summary call each. The thrash rate in the headline "
+         "table is the share of compactions within 3 turns of the previous one."),
 )
 PLOT_BY_NAME = {p.name: p for p in PLOTS}
 #: The plot the Decision section shows (the Plots section shows the others).
@@ -131,6 +139,12 @@ def headline_metrics() -> list[Metric]:
     """Every headline metric, in the report's column order (:data:`HEADLINE_ORDER`)."""
     listed = [METRICS[name] for name in HEADLINE_ORDER if name in METRICS]
     return listed + [m for m in METRICS.values() if m.name not in HEADLINE_ORDER]
+
+
+def shown_metrics(data: ReportData) -> list[Metric]:
+    """The headline metrics this run has (an optional metric it lacks the columns of is left out)."""
+    have = {m.name for m in metrics_of(data.sessions)}
+    return [m for m in headline_metrics() if m.name in have]
 
 
 @dataclass(frozen=True)
@@ -212,7 +226,7 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
     path, manifest, run_id = run.path, run.manifest, run.run_id
     config_text = run.config_text()
-    sessions = run.sessions(REPORT_COLUMNS, optional=SWEEP_COLUMNS)
+    sessions = run.sessions(REPORT_COLUMNS, optional=(*SWEEP_COLUMNS, *OPTIONAL_STATS_COLUMNS))
     strategies = _strategy_order(sessions, manifest)
     chosen, note = choose_baseline(strategies, baseline)
     if sessions.empty:
@@ -229,7 +243,7 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     if plots_dir is not None:
         from reports.plots import PLOT_NAMES, PLOTS_WITHOUT_STATISTICS, PendingPlots, draw_plots
 
-        calls = run.calls(CALL_COLUMNS, optional=())
+        calls = run.calls(CALL_COLUMNS, optional=OPTIONAL_CALL_COLUMNS)
         plot_sessions, shown = sessions, None
         if sweep:
             shown, plots_note = report_plot_variants(sessions, manifest)
@@ -327,7 +341,7 @@ def _wilson_rows(data: ReportData) -> set[tuple[str, str]]:
 def headline_table(data: ReportData) -> Table:
     """A row per strategy (in decision order), a column per headline metric (:func:`headline_metrics`):
     the value with its 95% interval, marked when the interval is Wilson's."""
-    metrics = headline_metrics()
+    metrics = shown_metrics(data)
     header = ["strategy", *(m.label for m in metrics)]
     rows = []
     indexed = data.headline.set_index(["strategy", "metric"]) if not data.headline.empty else None
@@ -348,7 +362,7 @@ def headline_table(data: ReportData) -> Table:
 def paired_table(data: ReportData) -> Table:
     """A row per strategy but the baseline (in decision order): each metric's paired difference against
     the baseline, its interval, and the colour of a difference whose interval excludes zero."""
-    metrics = headline_metrics()
+    metrics = shown_metrics(data)
     header = ["strategy", *(m.label for m in metrics)]
     rows: list[list[Cell]] = []
     if data.paired.empty:

@@ -56,6 +56,14 @@ class Metric:
     events: bool = False
     #: What a report writes for an undefined value (a ``per`` metric over a zero denominator).
     undefined: str = "n/a"
+    #: True for a metric whose columns a run may lack (a run directory made before ctxbench counted
+    #: them): statistics leave it out for such a run, as absent, never as zero.
+    optional: bool = False
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The sessions columns it reads (``success`` is derived from ``outcome``)."""
+        return tuple(c for c in (self.column, self.denominator) if c)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
@@ -78,7 +86,25 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # tokens, decides the bill of strategies that rewrite their context.
     Metric("cache_hit_share", "cache-hit share", "share of input tokens", "ratio", "cached_input_tokens",
            "input_tokens", lower_is_better=False),
+    # What a context manager did (sdk-strategies.md 3): how often it changed what the model sees, how much
+    # it took out, how often it broke the cached prefix, and how often it fired again within 3 turns.
+    Metric("compactions", "compactions per session", "compactions", "mean", "compactions", optional=True),
+    Metric("tokens_freed", "tokens freed per session", "tokens", "mean", "tokens_freed", optional=True),
+    Metric("cache_breaking_edits", "cache-breaking edits per session", "calls", "mean", "cache_breaking_edits",
+           optional=True),
+    # Undefined, not zero, for a strategy that never compacted: there was nothing to thrash.
+    Metric("thrash_rate", "thrash rate", "share of compactions", "per", "thrash", "compactions", events=True,
+           undefined="no compaction", optional=True),
 )}
+
+
+def metrics_of(sessions: pd.DataFrame, names: Iterable[str] | None = None) -> list[Metric]:
+    """The metrics ``names`` (default: all of ``METRICS``, in order) that ``sessions`` can give: an optional
+    metric whose columns the frame lacks is left out; any other is kept (its missing column is an error
+    where it is read)."""
+    chosen = list(METRICS.values()) if names is None else [METRICS[name] for name in names]
+    have = set(sessions.columns) | {"success"}
+    return [m for m in chosen if not m.optional or set(m.columns) <= have]
 
 
 def load_sessions(run_dir: str | Path) -> pd.DataFrame:
@@ -294,8 +320,9 @@ def wilson_interval(events: float, trials: float, confidence: float = CONFIDENCE
 
 def events_and_trials(metric: Metric, values: np.ndarray, denominators: np.ndarray) -> tuple[float, float]:
     """(events, trials) of an ``events`` metric over some sessions: the sessions themselves for a
-    ``mean`` (a share of sessions), the denominator's sum for a ``ratio`` (a share of tool calls)."""
-    if metric.kind == "ratio":
+    ``mean`` (a share of sessions), the denominator's sum for a ``ratio`` or ``per`` (a share of tool calls,
+    of compactions)."""
+    if metric.kind in ("ratio", "per"):
         return float(values.sum()), float(denominators.sum())
     return float(values.sum()), float(len(values))
 
@@ -333,7 +360,7 @@ def headline(sessions: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed
     """One row per (strategy, metric): value, ci_low, ci_high, n, and ``interval``: ``bootstrap``, or
     ``wilson`` for a rate of none or all of its events (:func:`rate_interval`). ``metrics`` (names of
     ``METRICS``) limits the metrics; each one's resamples are the same whichever others are asked for."""
-    chosen = list(METRICS.values()) if metrics is None else [METRICS[name] for name in metrics]
+    chosen = metrics_of(sessions, metrics)
     sessions = with_success(sessions) if "success" not in sessions else sessions
     cells = []
     streams = []
@@ -373,7 +400,7 @@ def paired_against(sessions: pd.DataFrame, baseline: str,
     """The (strategy, baseline, metric) triples of :func:`paired`: every other strategy, by name, each
     with every metric of ``metrics`` (default: all of ``METRICS``, in order). A KeyError naming the run's
     strategies when ``baseline`` is not one of them."""
-    chosen = list(METRICS) if metrics is None else [METRICS[name].name for name in metrics]
+    chosen = [m.name for m in metrics_of(sessions, metrics)]
     names = sorted(set(sessions["strategy"]))
     if baseline not in names:
         raise KeyError(f"baseline strategy {baseline!r} is not in this run; strategies: {', '.join(names)}")

@@ -28,7 +28,15 @@ from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 from harness.core.files import write_atomically
 from harness.core.rundir import PLOTS_DIR, Manifest
 from reports import stats
-from reports.inputs import FORMATS, REPORT_COLUMNS, SWEEP_COLUMNS, OpenRun, check_formats, open_run_dir
+from reports.inputs import (
+    FORMATS,
+    OPTIONAL_STATS_COLUMNS,
+    REPORT_COLUMNS,
+    SWEEP_COLUMNS,
+    OpenRun,
+    check_formats,
+    open_run_dir,
+)
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
 from reports.outputs import Png, write_files
 from reports.plots import (
@@ -296,9 +304,11 @@ def sweep_plot_name(param: str) -> str:
     return f"sweep-{re.sub(r'[^A-Za-z0-9._-]+', '_', param).strip('.') or '_'}.png"
 
 
-def _panel_metrics() -> list[Metric]:
-    """Every headline metric, success first: it is what a sweep is usually read for."""
-    return sorted(METRICS.values(), key=lambda m: m.name != SUCCESS)
+def _panel_metrics(points: pd.DataFrame) -> list[Metric]:
+    """Every headline metric the points hold (an optional one a run lacks is left out), success first: it
+    is what a sweep is usually read for."""
+    have = set(points["metric"]) if "metric" in points else set()
+    return sorted((m for m in METRICS.values() if not m.optional or m.name in have), key=lambda m: m.name != SUCCESS)
 
 
 def _y_formatter(metric: Metric) -> FuncFormatter | PercentFormatter:
@@ -345,7 +355,7 @@ def sweep_figure(points: pd.DataFrame, param: str) -> Figure:
     """One swept param: a panel per headline metric, the value (with its 95% interval as error bars)
     against the param's grid value, one line per model profile."""
     rows = points[points["sweep_param"] == param]
-    metrics = _panel_metrics()
+    metrics = _panel_metrics(points)
     models = model_order(rows["model"].astype(str))
     styles = profile_styles(models)
     with plot_style():
@@ -463,7 +473,8 @@ def collect_sweep(run_dir: str | Path | OpenRun, *, metric: str = SUCCESS, plots
     Reads only; ``sessions`` (the run's, as :meth:`reports.inputs.OpenRun.sessions` reads them) and
     ``headline`` save reading and computing them again when the caller has them."""
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
-    sessions = run.sessions(REPORT_COLUMNS, optional=SWEEP_COLUMNS) if sessions is None else sessions
+    sessions = (run.sessions(REPORT_COLUMNS, optional=(*SWEEP_COLUMNS, *OPTIONAL_STATS_COLUMNS)) if sessions is None
+                else sessions)
     head = _headline(sessions, headline, DEFAULT_RESAMPLES, DEFAULT_SEED, CONFIDENCE)
     points = sweep_points(sessions, headline=head)
     ranks = ranking(sessions, metric, headline=head)
@@ -540,10 +551,10 @@ def swept_table(data: SweepData) -> Table:
     return Table("swept-table", ["swept", "values", "size"], rows, numeric=False)
 
 
-def _metric_cells(rows: pd.DataFrame) -> list[Cell]:
+def _metric_cells(rows: pd.DataFrame, metrics: list[Metric]) -> list[Cell]:
     indexed = rows.set_index("metric")
     cells = []
-    for metric in _panel_metrics():
+    for metric in metrics:
         if metric.name not in indexed.index:
             cells.append(Cell("n/a"))
             continue
@@ -555,18 +566,20 @@ def _metric_cells(rows: pd.DataFrame) -> list[Cell]:
 def points_table(data: SweepData, param: str) -> Table:
     """One swept param's grid: a row per (value, model), a column per metric."""
     rows = data.points[data.points["sweep_param"] == param]
-    header = ["value", "model", *(m.label for m in _panel_metrics())]
+    metrics = _panel_metrics(data.points)
+    header = ["value", "model", *(m.label for m in metrics)]
     body = []
     for (variant, model), group in rows.groupby(["variant", "model"], sort=False):
-        body.append([Cell(_value_text(str(variant)), css="name"), Cell(str(model)), *_metric_cells(group)])
+        body.append([Cell(_value_text(str(variant)), css="name"), Cell(str(model)), *_metric_cells(group, metrics)])
     return Table(f"points-{sweep_plot_name(param).removesuffix('.png')}", header, body)
 
 
 def baselines_table(data: SweepData) -> Table:
     """The unswept variants' metrics, a row per (strategy, model): what the grid is read against."""
     rows = data.points[data.points["sweep_param"] == ""]
-    header = ["strategy", "model", *(m.label for m in _panel_metrics())]
-    body = [[Cell(str(variant), css="name"), Cell(str(model)), *_metric_cells(group)]
+    metrics = _panel_metrics(data.points)
+    header = ["strategy", "model", *(m.label for m in metrics)]
+    body = [[Cell(str(variant), css="name"), Cell(str(model)), *_metric_cells(group, metrics)]
             for (variant, model), group in rows.groupby(["variant", "model"], sort=False)]
     return Table("baselines-table", header, body)
 

@@ -31,3 +31,9 @@ class AgentState:
     timeouts: dict[str, int] = field(default_factory=dict)
     #: step id -> valid calls so far (a scripted fault fails the first ``fails`` of them).
     valid_attempts: dict[str, int] = field(default_factory=dict)
+    #: Messages the agent's previous call sent (an edit below this breaks the cached prefix).
+    sent: int = 0
+    #: Tokens compactions freed since the agent's previous call (the next call's ``tokens_freed``).
+    freed_since_call: int = 0
+    #: The turn of the agent's latest compaction (None: none yet), for ``thrash``.
+    last_compaction_turn: int | None = None

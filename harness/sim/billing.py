@@ -81,6 +81,8 @@ class ModelCall:
     trace: Sequence[dict[str, Any]] = ()
     #: Share of the prompt that is raw tool output (the syntax-error curve's noise input).
     noise: float = 0.0
+    #: Tokens compactions freed since the agent's previous call.
+    tokens_freed: int = 0
 
 
 class Billing:
@@ -127,5 +129,5 @@ class Billing:
             action=call.action, malformed_kind=call.malformed, input_tokens=prompt, cached_input_tokens=cached,
             cache_write_tokens=written, output_tokens=output, context_tokens=prompt - cache.system_tokens,
             noise=round(call.noise, 6), model_s=round(seconds, 6), clock_s=round(self.clock.now, 6), cost_usd=cost,
-            trace=json.dumps(list(call.trace), sort_keys=True, separators=(",", ":")),
+            tokens_freed=call.tokens_freed, trace=json.dumps(list(call.trace), sort_keys=True, separators=(",", ":")),
         ))

@@ -24,7 +24,15 @@ from harness.sim.billing import Billing, ModelCall, PromptCache
 from harness.sim.clock import SimClock
 from harness.sim.events import EventLog
 from harness.sim.loops import Event, StuckDetector
-from harness.sim.metrics import CallRecord, Outcome, SessionEnded, SessionRecord, Tally, session_record
+from harness.sim.metrics import (
+    THRASH_TURNS,
+    CallRecord,
+    Outcome,
+    SessionEnded,
+    SessionRecord,
+    Tally,
+    session_record,
+)
 from harness.sim.model import Decision, MockModel, Pointer
 from harness.sim.profiles import Profile
 from harness.sim.profiles import profile as builtin_profile
@@ -173,12 +181,13 @@ class Replay:
         window = agent.ctx.messages
         if self.log is not None:
             self.log.call(agent.name, len(self.billing.calls), window, self.system_tokens)
+        touched, freed = self._sending(agent)
         self._bill(agent.agent_cache, ModelCall(
-            agent=agent.name, kind="agent", window=window, touched=window.take_touched(), prompt_tokens=prompt,
+            agent=agent.name, kind="agent", window=window, touched=touched, prompt_tokens=prompt,
             output_tokens=reply.tokens - 4, step_id=agent.pointer.step_id, attempt=agent.pointer.attempt,
             action=decision.call.purpose if decision.call else decision.kind,
             malformed=decision.malformed or ("resent_malformed" if checked is not None else ""),
-            trace=decision.trace, noise=window.raw_tokens / prompt,
+            trace=decision.trace, noise=window.raw_tokens / prompt, tokens_freed=freed,
         ))
         self._append(agent, reply)
         if decision.kind == "final":
@@ -354,10 +363,11 @@ class Replay:
         self._note_trace(agent, Decision("final", None, text, "handoff", trace=tuple(trace)))
         if self.log is not None:
             self.log.call(agent.name, len(self.billing.calls), window, self.system_tokens)
+        touched, freed = self._sending(agent)
         self._bill(agent.agent_cache, ModelCall(
-            agent=agent.name, kind="handoff", window=window, touched=window.take_touched(), prompt_tokens=prompt,
+            agent=agent.name, kind="handoff", window=window, touched=touched, prompt_tokens=prompt,
             output_tokens=message.tokens - 4, step_id="handoff", attempt=0, action="handoff", trace=trace,
-            noise=window.raw_tokens / prompt,
+            noise=window.raw_tokens / prompt, tokens_freed=freed,
         ))
         return message
 
@@ -403,16 +413,43 @@ class Replay:
                 self.log.rewritten(agent.name, message, appended, window)
 
     def _hook(self, agent: AgentState, hook: str, run: Callable[..., None], *args: Any) -> None:
-        """Run a strategy hook on the agent's context (``run(ctx, *args)``); with the event log on, tell it
-        when the hook changed the window (any message that is not the same object in the same place)."""
+        """Run a strategy hook on the agent's context (``run(ctx, *args)``) and count it as a compaction
+        when it took tokens out of the window; with the event log on, tell it when the hook changed the
+        window (any message that is not the same object in the same place)."""
+        window = agent.ctx.messages
+        tokens = window.tokens
         if self.log is None:
             run(agent.ctx, *args)
-            return
+        else:
+            before, calls = list(window), len(self.billing.calls)
+            run(agent.ctx, *args)
+            if len(window) != len(before) or not all(map(operator.is_, before, window)):
+                self.log.changed(agent.name, hook, before, tokens, window,
+                                 calls if len(self.billing.calls) > calls else -1)
+        if window.tokens < tokens:
+            self._compacted(agent, tokens - window.tokens)
+
+    def _compacted(self, agent: AgentState, freed: int) -> None:
+        t = self.tally
+        t.compactions += 1
+        t.tokens_freed += freed
+        agent.freed_since_call += freed
+        turn = t.turns
+        if agent.last_compaction_turn is not None and turn - agent.last_compaction_turn <= THRASH_TURNS:
+            t.thrash += 1
+        agent.last_compaction_turn = turn
+
+    def _sending(self, agent: AgentState) -> tuple[int | None, int]:
+        """Before an agent call is billed: the lowest index changed since the previous call (prompt
+        caching compares from there), counted as a cache-breaking edit when it lies inside what that call
+        sent; and the tokens freed since then, which the call's row carries."""
         window = agent.ctx.messages
-        before, tokens, calls = list(window), window.tokens, len(self.billing.calls)
-        run(agent.ctx, *args)
-        if len(window) != len(before) or not all(map(operator.is_, before, window)):
-            self.log.changed(agent.name, hook, before, tokens, window, calls if len(self.billing.calls) > calls else -1)
+        touched = window.take_touched()
+        if touched is not None and touched < agent.sent:
+            self.tally.cache_breaking_edits += 1
+        agent.sent = len(window)
+        freed, agent.freed_since_call = agent.freed_since_call, 0
+        return touched, freed
 
     def _log(self, agent: AgentState, event: Event) -> None:
         agent.detector.log(event)

@@ -45,6 +45,9 @@ class CallRecord:
     model_s: float
     clock_s: float
     cost_usd: float
+    #: Tokens the strategy's compactions took out of this agent's window since its previous call
+    #: (sdk-strategies.md 3: the report's histogram of tokens freed).
+    tokens_freed: int
     #: The decision trace: for each needed key, whether it was visible, x, p, u and the branch.
     trace: str
 
@@ -52,6 +55,11 @@ class CallRecord:
         # Every field is a scalar, so this is `dataclasses.asdict` without its recursive deep copy,
         # which cost a tenth of a replay.
         return dict(zip(_CALL_COLUMNS, _call_values(self), strict=True))
+
+
+#: A compaction this many turns or fewer after the agent's previous one counts as thrash
+#: (sdk-strategies.md 3).
+THRASH_TURNS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +108,16 @@ class SessionRecord:
     backoff_s: float
     cost_usd: float
     summary_cost_usd: float
+    #: Times a strategy hook took tokens out of what the model sees (a clear, summary, slide or mask;
+    #: offloading a result as it arrives is not one: the model never saw it whole).
+    compactions: int
+    #: Agent calls whose prompt changed inside what the previous call sent, so the cached prefix
+    #: ends there (what Anthropic's ``clear_at_least`` exists to make worth it).
+    cache_breaking_edits: int
+    #: Compactions within `THRASH_TURNS` turns of the agent's previous compaction.
+    thrash: int
+    #: Tokens all compactions took out of the window.
+    tokens_freed: int
     error: str = ""
 
     def as_row(self) -> dict[str, Any]:
@@ -136,6 +154,10 @@ class Tally:
     overflow_events: int = 0
     cost_usd: float = 0.0
     summary_cost_usd: float = 0.0
+    compactions: int = 0
+    cache_breaking_edits: int = 0
+    thrash: int = 0
+    tokens_freed: int = 0
     #: Sum and count of the agent calls' prompt tokens (their mean is ``context_tokens_mean``).
     agent_context_tokens_sum: int = 0
     agent_calls: int = 0

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 
 import matplotlib.image
+import matplotlib.pyplot
 import numpy as np
 import pandas as pd
 import pytest
@@ -42,6 +43,7 @@ from reports.plots import (
     strategy_colours,
     strategy_styles,
     syntax_errors_by_context,
+    tokens_freed_histogram,
     write_plots,
 )
 from reports.stats import headline, wilson_interval
@@ -150,12 +152,12 @@ def test_every_plot_function_writes_a_readable_png(tmp_path: Path, tables: tuple
         assert matplotlib.image.imread(path).shape[:2] == EXPECTED_SIZE[::-1]
 
 
-def test_write_plots_returns_all_six(tmp_path: Path, tables: tuple[pd.DataFrame, pd.DataFrame],
+def test_write_plots_returns_all_seven(tmp_path: Path, tables: tuple[pd.DataFrame, pd.DataFrame],
                                      small_headline: pd.DataFrame) -> None:
     sessions, calls = tables
     out = tmp_path / "nested" / "plots"
     written = write_plots(sessions, calls, out, headline=small_headline)
-    assert set(written) == set(PLOT_NAMES) and len(written) == 6
+    assert set(written) == set(PLOT_NAMES) and len(written) == 7
     for name, path in written.items():
         assert path.parent == out and path.name == f"{name}.png"
         assert_png(path)
@@ -546,3 +548,17 @@ def test_a_strategy_without_a_solved_session_is_named_not_drawn() -> None:
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "no solved session, not drawn: unbounded" in texts
     assert "unbounded" not in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_tokens_freed_has_a_panel_per_strategy_that_compacted_and_names_the_others() -> None:
+    calls = pd.DataFrame({"strategy": ["a"] * 4 + ["b"] * 3 + ["c"] * 2,
+                          "tokens_freed": [0, 120, 5000, 0, 300, 300, 0, 0, 0]})
+    fig = tokens_freed_histogram(calls)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert sorted(ax.get_title() for ax in panels) == ["a", "b"]  # c never compacted
+    assert any("never compacted: c" in t.get_text() for t in fig.texts)
+    matplotlib.pyplot.close(fig)
+    # Without the column (a run made before compactions were counted) it says so instead of failing.
+    empty = tokens_freed_histogram(calls.drop(columns="tokens_freed"))
+    assert any("no strategy compacted" in t.get_text() for ax in empty.axes for t in ax.texts)
+    matplotlib.pyplot.close(empty)

@@ -53,6 +53,10 @@ def sessions_frame(rng: np.random.Generator, strategies: dict[str, float], n: in
                 "cached_input_tokens": int(effect[i] * 2000),
                 "tool_calls": calls, "tool_syntax_errors": int(rng.binomial(calls, 0.05)),
                 "latency_s": float(effect[i] + shift + noise[i]), "cost_usd": float(effect[i] / 100),
+                "compactions": (compactions := int(rng.integers(0, 12))),
+                "thrash": int(rng.integers(0, compactions + 1)),
+                "tokens_freed": compactions * int(rng.integers(100, 5000)),
+                "cache_breaking_edits": int(rng.integers(0, compactions + 1)),
             })
     return pd.DataFrame(rows)
 
@@ -237,7 +241,9 @@ def test_headline_uses_wilson_at_zero_or_all_events_and_the_bootstrap_otherwise(
 def test_metrics_added_for_the_decision_keep_the_old_names() -> None:
     old = {"context_tokens_mean", "input_tokens", "tool_syntax_error_rate", "loop_rate", "latency_mean", "latency_p50",
            "latency_p95", "success_rate", "cost_per_session"}
-    assert old | {"cost_per_solved_session", "cache_hit_share"} == set(METRICS)
+    added = {"cost_per_solved_session", "cache_hit_share", "compactions", "tokens_freed", "cache_breaking_edits",
+             "thrash_rate"}
+    assert old | added == set(METRICS)
     assert list(METRICS)[:len(old)] == [m for m in METRICS if m in old]
 
 
@@ -308,7 +314,9 @@ def _columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         "cached_input_tokens": rng.integers(0, 4_000_000, n), "tool_calls": rng.integers(0, 90, n),
         "tool_syntax_errors": rng.integers(0, 4, n), "loop_detected": rng.random(n) < 0.1,
         "latency_s": rng.choice(rng.lognormal(6, 0.5, max(2, n // 3)), n), "success": rng.random(n) < 0.7,
-        "cost_usd": rng.lognormal(0, 1, n),
+        "cost_usd": rng.lognormal(0, 1, n), "compactions": (compactions := rng.integers(0, 12, n)),
+        "thrash": rng.integers(0, compactions + 1), "tokens_freed": compactions * rng.integers(100, 5000, n),
+        "cache_breaking_edits": rng.integers(0, compactions + 1),
     }
 
 

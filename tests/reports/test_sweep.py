@@ -330,7 +330,7 @@ def test_sweep_figure_has_a_panel_per_metric_a_line_per_model_and_log_x_for_a_wi
     points = sweep_points(pd.DataFrame(rows), resamples=RESAMPLES)
     fig = sweep_figure(points, "sw.window_size")
     axes = [ax for ax in fig.axes if ax.get_visible()]
-    assert len(axes) == len(METRICS)
+    assert len(axes) == len([m for m in METRICS.values() if not m.optional])  # these rows predate compactions
     assert axes[0].get_title() == METRICS["success_rate"].label
     assert all(ax.get_xscale() == "log" for ax in axes)
     assert [t.get_text() for t in axes[0].get_xticklabels()] == ["10", "40", "160"]
