@@ -49,6 +49,11 @@ class ContextStrategy(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: Where its semantics come from (``ctxbench list strategies`` shows it).
+    source: ClassVar[str] = ""
+    #: True for a context manager an SDK or API ships (sdk-strategies.md): a config that names no
+    #: strategies runs the research set of strategies.md (`default_names`), not these.
+    sdk: ClassVar[bool] = False
     Params: ClassVar[type[StrategyParams]] = StrategyParams
     #: Extra tools the runtime must expose while this strategy runs (e.g. ``retrieve_payload``).
     tools: ClassVar[tuple[str, ...]] = ()
@@ -99,6 +104,11 @@ register = _REGISTRY.register
 #: The class registered under a name; KeyError listing the known names otherwise.
 get = _REGISTRY.get
 names = _REGISTRY.names
+
+
+def default_names() -> list[str]:
+    """The strategies a config that names none runs: every registered one but the SDK managers."""
+    return [n for n in names() if not get(n).sdk]
 
 
 def create(name: str, /, **params: Any) -> ContextStrategy:

@@ -22,6 +22,8 @@ class DropAll(ContextStrategy):
     CannotReduce, changing nothing, when nothing can be dropped.
     """
 
+    source = 'control: drops every finished tool turn (strategies.md 3.9)'
+
     def apply(self, ctx: Context) -> None:
         new = kept(ctx.messages)
         if len(new) < len(ctx.messages):

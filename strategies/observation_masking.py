@@ -48,6 +48,8 @@ class ObservationMasking(ContextStrategy):
     - ``unmask`` returns the original of any message this instance masked.
     """
 
+    source = 'Complexity Trap observation masking (strategies.md 3.6)'
+
     Params = ObservationMaskingParams
     params: ObservationMaskingParams
 

@@ -61,6 +61,8 @@ class OffloadContracts(ContextStrategy):
     - ``reduce`` lowers tokens or raises CannotReduce with the window unchanged.
     """
 
+    source = 'offload behind stubs with typed tool contracts (strategies.md 3.7)'
+
     Params = OffloadContractsParams
     params: OffloadContractsParams
     tools: ClassVar[tuple[str, ...]] = (RETRIEVE_TOOL,)

@@ -62,6 +62,8 @@ class Pipeline(ContextStrategy):
     - ``tools`` is the union of the stages' tools; ``retrieve`` is served by the stage that has it.
     """
 
+    source = 'stages composed in order (strategies.md 3.8)'
+
     Params: ClassVar[type[StrategyParams]] = PipelineParams
 
     def __init__(self, params: StrategyParams | None = None) -> None:
@@ -145,6 +147,8 @@ class Hybrid(Pipeline):
     Invariants: those of ``pipeline`` over its two stages; with ``summarize_unmasked`` the
     summarizer receives the original tool outputs, never a masking placeholder.
     """
+
+    source = 'Complexity Trap hybrid: masking, then summary (strategies.md 3.8)'
 
     Params: ClassVar[type[StrategyParams]] = HybridParams
 

@@ -37,6 +37,8 @@ class SlidingWindow(ContextStrategy):
     - ``reduce`` strictly lowers tokens or raises CannotReduce with the window unchanged.
     """
 
+    source = 'strands-agents SlidingWindowConversationManager (strategies.md 3.2)'
+
     Params = SlidingWindowParams
     params: SlidingWindowParams
     #: Reactive reduces truncate the oldest tool result before trimming (truncate_then_slide).

@@ -37,6 +37,8 @@ class TruncateThenSlide(SlidingWindow):
     - ``apply`` and ``before_call`` never truncate; ``reduce`` always lowers tokens when it returns.
     """
 
+    source = 'strands-agents sliding window, tool results truncated first (strategies.md 3.3)'
+
     truncates: ClassVar[bool] = True
 
     def _truncate(self, window: list[Message]) -> bool:

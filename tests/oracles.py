@@ -8,13 +8,22 @@ from strategies.condense import NOTICE
 
 #: strategies.md 1.3: the built-in strategy names, sorted.
 BUILTIN_STRATEGIES = [
+    "adk_compaction",
+    "claude_code_compact",
+    "clear_tool_uses",
     "condense",
     "drop_all",
     "hybrid",
+    "langchain_clear_tool_uses",
+    "langchain_summarization",
     "observation_masking",
     "offload_contracts",
+    "openai_compaction",
+    "openai_summarizing",
+    "openai_trimming",
     "pipeline",
     "sliding_window",
+    "strands_context_offloader",
     "summarize",
     "truncate_then_slide",
     "unbounded",

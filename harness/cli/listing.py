@@ -30,7 +30,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.what == "strategies":
         import strategies
 
-        print_listing([(n, _first_line(strategies.get(n))) for n in strategies.names()])
+        # The research set first (what a config that names none runs), then the SDK managers; each with
+        # where its semantics come from.
+        ordered = strategies.default_names() + [n for n in strategies.names() if strategies.get(n).sdk]
+        print_listing([(n, f"{_first_line(strategies.get(n))} [{'SDK: ' if strategies.get(n).sdk else ''}"
+                           f"{strategies.get(n).source or 'no source given'}]") for n in ordered])
         return 0
     if args.what == "scenarios":
         import scenarios

@@ -333,10 +333,11 @@ class RunConfig(BaseModel):
         return min(8, max(1, REPLAYS_PER_BATCH // len(self.variants())))
 
     def strategy_entries(self) -> list[StrategyEntry]:
-        """The strategies to run: the configured ones, or every registered one with its defaults."""
+        """The strategies to run: the configured ones, or every registered one but the SDK managers
+        (`strategies.default_names`) with its defaults."""
         if self.strategies:
             return list(self.strategies)
-        return [StrategyEntry(name=n, **_default_params(n)) for n in strategies.names()]
+        return [StrategyEntry(name=n, **_default_params(n)) for n in strategies.default_names()]
 
     def variants(self) -> list[Variant]:
         """What the runner replays every session under: the strategy entries, expanded by the sweep.

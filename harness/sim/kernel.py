@@ -291,6 +291,8 @@ class Replay:
         self.tally.tool_calls += 1
         self._log(agent, Event.action(call.tool, json.dumps(call.args, sort_keys=True), decision.text))
         outcome: ToolOutcome = self.tools.play(agent, call, checked)
+        if call.purpose == "retrieve" and outcome.status != "success" and "handle" in call.args:
+            self.model.refused(agent.ctx, str(call.args["handle"]))
         use_id = next(b.id for b in reply.blocks if isinstance(b, ToolUse))
         result = Message.build("user", [ToolResult(use_id, outcome.status, outcome.text)], step_id=pointer.step_id,
                                meter=self.meter)

@@ -121,6 +121,11 @@ class MockModel:
         #: Steps whose current fresh attempt follows a nudge: it skips recall and avoids the last values.
         self._following_nudge: set[str] = set()
         self._thoughts: dict[tuple[str, str], str] = {}
+        #: Stub messages whose handle a retrieve answered with an error (an evicted or unknown reference),
+        #: by id, the message kept so its id stays its own: the agent read the error and does not page
+        #: through that stub again. A stub that arrives later (the output fetched and offloaded anew) is
+        #: another message, so it is paged as usual.
+        self.dead_stubs: dict[int, Message] = {}
         self._count = (tokenizer or default_tokenizer()).count
 
     # Reading the context ---------------------------------------------------------------------------
@@ -138,12 +143,19 @@ class MockModel:
 
     def _visible_handle(self, ctx: Context, key: str) -> str | None:
         for m in reversed(ctx.messages):
-            if m.kind == "handle" and key in m.covers:
+            if m.kind == "handle" and key in m.covers and id(m) not in self.dead_stubs:
                 for b in m.blocks:
                     stub = parse_stub(getattr(b, "content", ""))
                     if stub is not None and key in stub.keys:
                         return stub.handle
         return None
+
+    def refused(self, ctx: Context, handle: str) -> None:
+        """A retrieve of ``handle`` failed: the stubs of it now in ``ctx`` are not paged through again."""
+        for m in ctx.messages:
+            if m.kind == "handle" and any((stub := parse_stub(getattr(b, "content", ""))) is not None
+                                          and stub.handle == handle for b in m.blocks):
+                self.dead_stubs[id(m)] = m
 
     def _last_result(self, ctx: Context, step_id: str) -> Message | None:
         if not ctx.messages.holds("user", step_id, _RESULT_KINDS):

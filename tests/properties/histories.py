@@ -9,6 +9,7 @@ tokenizer's cache hits.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,12 +18,16 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.core.context import Context, ContextOverflow
-from harness.core.messages import Message, Text, ToolResult, ToolUse, tokens_of
+from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse, tokens_of
 from harness.core.stubs import render_stub
 from strategies import CannotReduce, ContextStrategy, create, names
+from strategies.claude_code_compact import CLEARED as CLAUDE_CODE_CLEARED
+from strategies.clear_tool_uses import ANTHROPIC_PLACEHOLDER, LANGCHAIN_PLACEHOLDER
 from strategies.observation_masking import placeholder
 from strategies.pipeline import COMPOSITES
 from strategies.split import is_pinned
+from strategies.strands_context_offloader import StrandsContextOffloaderParams
+from strategies.strands_context_offloader import stub_for as strands_stub
 from strategies.truncate_then_slide import truncatable, truncated
 from tests.fakes import FakeSummarizer
 
@@ -271,6 +276,53 @@ def _condense_params(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+@st.composite
+def clear_tool_uses_params(draw: st.DrawFn) -> dict[str, Any]:
+    """Valid `clear_tool_uses` params with small thresholds (the style of histories._flat_params)."""
+    trigger = draw(st.one_of(
+        st.fixed_dictionaries({"type": st.just("input_tokens"), "value": st.integers(0, 6000)}),
+        st.fixed_dictionaries({"type": st.just("tool_uses"), "value": st.integers(0, 10)}),
+    ))
+    return {
+        "trigger": trigger,
+        "keep": {"type": "tool_uses", "value": draw(st.integers(0, 4))},
+        "clear_at_least": draw(st.one_of(st.none(), st.fixed_dictionaries(
+            {"type": st.just("input_tokens"), "value": st.integers(0, 3000)}))),
+        "exclude_tools": draw(st.lists(st.sampled_from(sorted(set(TOOL_NAMES))), max_size=2, unique=True)),
+        "clear_tool_inputs": draw(st.one_of(st.booleans(), st.lists(st.sampled_from(sorted(set(TOOL_NAMES))),
+                                                                    max_size=2, unique=True))),
+    }
+
+
+def langchain_clear_tool_uses_params() -> st.SearchStrategy[dict[str, Any]]:
+    """Valid `langchain_clear_tool_uses` params with small thresholds."""
+    return st.fixed_dictionaries({
+        "trigger": st.integers(0, 6000),
+        "clear_at_least": st.sampled_from((0, 0, 1, 300, 2000)),
+        "keep": st.integers(0, 4),
+        "clear_tool_inputs": st.booleans(),
+        "exclude_tools": st.lists(st.sampled_from(sorted(set(TOOL_NAMES))), max_size=2, unique=True),
+        "placeholder": st.sampled_from((LANGCHAIN_PLACEHOLDER, "[gone]")),
+        "token_count_method": st.sampled_from(("model", "approximate")),
+    })
+
+
+@st.composite
+def adk_params(draw: st.DrawFn) -> dict[str, Any]:
+    """Small thresholds so that short histories compact."""
+    params: dict[str, Any] = {}
+    mode = draw(st.sampled_from(("sliding", "token", "both")))
+    if mode != "token":
+        params |= {"compaction_interval": draw(st.integers(1, 3)), "overlap_size": draw(st.integers(0, 2))}
+    if mode != "sliding":
+        params |= {
+            "token_threshold": draw(st.sampled_from((1, 100, 500, 2000))),
+            "event_retention_size": draw(st.integers(0, 4)),
+            "token_measure": draw(st.sampled_from(("last_call", "prompt"))),
+        }
+    return params
+
+
 def _flat_params(name: str) -> st.SearchStrategy[dict[str, Any]]:
     if name in ("unbounded", "drop_all"):
         return st.just({})
@@ -309,6 +361,44 @@ def _flat_params(name: str) -> st.SearchStrategy[dict[str, Any]]:
                 "contracts": st.booleans(),
             }
         )
+    if name == "clear_tool_uses":
+        return clear_tool_uses_params()
+    if name == "langchain_clear_tool_uses":
+        return langchain_clear_tool_uses_params()
+    if name == "adk_compaction":
+        return adk_params()
+    if name == "claude_code_compact":
+        return st.fixed_dictionaries({
+            "summary_reserve_tokens": st.sampled_from((0, 50, 200)), "buffer_tokens": st.sampled_from((0, 50, 300)),
+            "keep_tool_results": st.integers(0, 6), "thrash_turns": st.integers(1, 3),
+            "thrash_limit": st.integers(1, 3), "max_failures": st.integers(1, 3),
+        })
+    if name == "strands_context_offloader":
+        return st.integers(20, 400).flatmap(lambda m: st.fixed_dictionaries({
+            "max_result_tokens": st.just(m), "preview_tokens": st.integers(0, m - 1),
+            "evict_after_cycles": st.one_of(st.none(), st.integers(1, 4)),
+            "include_retrieval_tool": st.booleans(),
+            "token_estimate": st.sampled_from(("exact", "heuristic")),
+        }))
+    if name == "langchain_summarization":
+        return st.fixed_dictionaries({
+            "trigger": st.one_of(st.tuples(st.just("tokens"), st.integers(100, 8000)),
+                                 st.tuples(st.just("messages"), st.integers(1, 12)),
+                                 st.tuples(st.just("fraction"), st.sampled_from((0.1, 0.5, 0.9))),
+                                 st.just({"tokens": 500, "messages": 4}), st.none()),
+            "keep": st.one_of(st.tuples(st.just("messages"), st.integers(1, 8)),
+                              st.tuples(st.just("tokens"), st.integers(50, 3000))),
+            "trim_tokens_to_summarize": st.sampled_from((None, 0, 100, 4000)),
+        })
+    if name == "openai_trimming":
+        return st.fixed_dictionaries({"max_turns": st.one_of(st.none(), st.integers(1, 4)),
+                                      "limit": st.one_of(st.none(), st.integers(1, 12))})
+    if name == "openai_summarizing":
+        return st.integers(0, 3).flatmap(lambda k: st.fixed_dictionaries(
+            {"keep_last_n_turns": st.just(k), "context_limit": st.integers(max(k, 1), 4)}))
+    if name == "openai_compaction":
+        return st.fixed_dictionaries({"compact_threshold": st.one_of(st.none(), st.integers(50, 6000)),
+                                      "candidate_threshold": st.one_of(st.none(), st.integers(1, 12))})
     raise KeyError(f"no parameter generator for strategy {name!r}")
 
 
@@ -344,12 +434,26 @@ def configs(only: Sequence[str] | None = None) -> st.SearchStrategy[tuple[str, d
     return st.sampled_from(tuple(only or names())).flatmap(lambda n: params_for(n).map(lambda p: (n, p)))
 
 
-def preview_chars_of(name: str, params: dict[str, Any]) -> set[int]:
-    """The offload preview sizes a strategy may render stubs with."""
+#: One allowed rewrite of a tool result's content (G4), as a hashable spec: ``("stub", preview_chars)`` an
+#: offload stub, ``("text", placeholder)`` a fixed placeholder, ``("strands", params_json)`` the strands
+#: offloader's stub for those params.
+Rewrite = tuple[str, Any]
+
+
+def rewrites_of(name: str, params: dict[str, Any]) -> set[Rewrite]:
+    """The content rewrites a strategy may make besides masking's placeholder and truncation."""
     if name == "offload_contracts":
-        return {params.get("preview_chars", 300)}
+        return {("stub", params.get("preview_chars", 300))}
     if name == "pipeline":
-        return {c for s in params["stages"] for c in preview_chars_of(s["name"], s.get("params", {}))}
+        return {r for s in params["stages"] for r in rewrites_of(s["name"], s.get("params", {}))}
+    if name == "clear_tool_uses":
+        return {("text", ANTHROPIC_PLACEHOLDER)}
+    if name == "langchain_clear_tool_uses":
+        return {("text", params.get("placeholder", LANGCHAIN_PLACEHOLDER))}
+    if name == "claude_code_compact":
+        return {("text", CLAUDE_CODE_CLEARED)}
+    if name == "strands_context_offloader":
+        return {("strands", json.dumps(params, sort_keys=True))}
     return set()
 
 
@@ -475,18 +579,25 @@ def run_hook(case: Case, hook: str, fake: FakeSummarizer | None = None) -> Run:
 
 
 @lru_cache(maxsize=50_000)
-def allowed_contents(c: str, facts: frozenset[str], previews: tuple[int, ...]) -> frozenset[str]:
-    """The content itself, its truncated form, its placeholder or its offload stub."""
+def allowed_contents(c: str, facts: frozenset[str], rewrites: tuple[Rewrite, ...], meter: TextMeter) -> frozenset[str]:
+    """The content itself, its truncated form, its placeholder, or a rewrite of ``rewrites``."""
     out = {c, placeholder(c)}
     if truncatable(c):
         out.add(truncated(c))
-    out |= {render_stub(c, facts, pc) for pc in previews}
+    for kind, arg in rewrites:
+        if kind == "stub":
+            out.add(render_stub(c, facts, arg))
+        elif kind == "text":
+            out.add(arg)
+        elif kind == "strands":
+            out.add(strands_stub(c, meter, StrandsContextOffloaderParams(**json.loads(arg))))
     return frozenset(out)
 
 
-def is_rewrite(a: Message, b: Message, previews: tuple[int, ...]) -> bool:
+def is_rewrite(a: Message, b: Message, rewrites: tuple[Rewrite, ...]) -> bool:
     """G4: a keeps b's role, non-result blocks, ids and statuses; each content is b's, or exactly
-    its truncated form, placeholder or stub; kind unchanged or placeholder/handle; facts a subset."""
+    its truncated form, placeholder or stub; kind unchanged or placeholder/handle; facts a subset. A
+    call's input may be cleared to ``{}`` (context editing's ``clear_tool_inputs``), id and name kept."""
     if a.role != b.role or len(a.blocks) != len(b.blocks) or not a.facts <= b.facts:
         return False
     if a.kind != b.kind and a.kind not in ("placeholder", "handle"):
@@ -497,32 +608,48 @@ def is_rewrite(a: Message, b: Message, previews: tuple[int, ...]) -> bool:
                 isinstance(x, ToolResult)
                 and x.tool_use_id == y.tool_use_id
                 and x.status == y.status
-                and x.content in allowed_contents(y.content, b.facts, previews)
+                and x.content in allowed_contents(y.content, b.facts, rewrites, b.meter)
             ):
+                return False
+        elif isinstance(y, ToolUse) and isinstance(x, ToolUse):
+            if not (x.id == y.id and x.name == y.name and x.input in (y.input, {})):
                 return False
         elif x != y:
             return False
     return True
 
 
+#: LangChain's summary message: this prefix, then the summarizer's text (or its fixed sentence when
+#: nothing could be summarized within its token budget).
+LANGCHAIN_SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
+LANGCHAIN_NOTHING_SUMMARIZED = "Previous conversation was too long to summarize."
+#: The user half of the OpenAI cookbook's SummarizingSession pair.
+OPENAI_SUMMARY_REQUEST = "Summarize the conversation we had so far."
+
+
 def is_new_summary(m: Message) -> bool:
-    """R9/R6: a summary from the fake (its replies start with "SUMMARY"), role user, text only."""
-    return (
-        m.kind == "summary"
-        and m.role == "user"
-        and not m.pinned
-        and bool(m.blocks)
-        and all(isinstance(b, Text) for b in m.blocks)
-        and m.text.startswith("SUMMARY")
-    )
+    """R9/R6: a summary, text only and not pinned: the fake's reply (it starts with "SUMMARY") as a user
+    message, also under LangChain's prefix or as its fixed sentence, or the SummarizingSession pair (the
+    request as a user message, the fake's reply as an assistant one)."""
+    if m.kind != "summary" or m.pinned or not m.blocks or not all(isinstance(b, Text) for b in m.blocks):
+        return False
+    text = m.text
+    if m.role == "assistant":
+        return text.startswith("SUMMARY")
+    if m.role != "user":
+        return False
+    if text.startswith(LANGCHAIN_SUMMARY_PREFIX):
+        rest = text[len(LANGCHAIN_SUMMARY_PREFIX):]
+        return rest.startswith("SUMMARY") or rest == LANGCHAIN_NOTHING_SUMMARIZED
+    return text.startswith("SUMMARY") or text == OPENAI_SUMMARY_REQUEST
 
 
-def is_subsequence(a: Sequence[Message], b: Sequence[Message], previews: tuple[int, ...]) -> bool:
+def is_subsequence(a: Sequence[Message], b: Sequence[Message], rewrites: tuple[Rewrite, ...]) -> bool:
     """Whether a matches a subsequence of b, message by message up to an allowed rewrite (greedy
     earliest matching is exact for any per-pair relation)."""
     j = 0
     for x in a:
-        while j < len(b) and not (norm(x) == norm(b[j]) or is_rewrite(x, b[j], previews)):
+        while j < len(b) and not (norm(x) == norm(b[j]) or is_rewrite(x, b[j], rewrites)):
             j += 1
         if j == len(b):
             return False

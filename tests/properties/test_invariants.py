@@ -17,6 +17,7 @@ from tests.oracles import BUILTIN_STRATEGIES
 from tests.properties.histories import (
     HOOKS,
     Case,
+    Rewrite,
     Run,
     cases,
     is_new_summary,
@@ -24,7 +25,7 @@ from tests.properties.histories import (
     is_subsequence,
     norm,
     norms,
-    preview_chars_of,
+    rewrites_of,
     run_hook,
     setup,
     well_formed,
@@ -33,8 +34,8 @@ from tests.properties.histories import (
 hooks = st.sampled_from(HOOKS)
 
 
-def previews(run: Run) -> tuple[int, ...]:
-    return tuple(sorted(preview_chars_of(run.case.name, run.case.params)))
+def previews(run: Run) -> tuple[Rewrite, ...]:
+    return tuple(sorted(rewrites_of(run.case.name, run.case.params)))
 
 
 def test_every_registered_strategy_has_a_generator() -> None:
@@ -212,7 +213,23 @@ def nothing_to_do(case: Case, hook: str) -> bool:
         )
     if name == "drop_all":
         return hook == "apply" and len(kept(window)) == len(window)
+    if name in ("adk_compaction", "claude_code_compact", "clear_tool_uses", "langchain_clear_tool_uses"):
+        if hook in ("apply", "append"):  # they act before a call (and on overflow) only
+            return True
+        if name == "claude_code_compact":  # below its threshold (setup() sends no prompt overhead)
+            return hook == "before_call" and (case_window_tokens(case) - p["summary_reserve_tokens"]
+                                              - p["buffer_tokens"] > tokens_of(window))
+        return False
+    if name == "strands_context_offloader":
+        return hook in ("apply", "before_call")  # it offloads as results arrive; before_call only ages references
+    if name in ("openai_trimming", "openai_summarizing", "langchain_summarization"):
+        return hook in ("apply", "append")  # they act before a call only
     return False
+
+
+def case_window_tokens(case: Case) -> int:
+    """The model window `setup` gives the case's context."""
+    return max(1, int(tokens_of(case.window) * case.window_factor))
 
 
 @given(cases(), st.sampled_from(("append", "apply", "before_call")))

@@ -48,9 +48,10 @@ LOOP_RULES = frozenset({"repeat", "error_streak", "monologue", "alternation"})
 NEVER_SUMMARIZE = frozenset({
     "unbounded", "sliding_window", "truncate_then_slide", "observation_masking", "offload_contracts", "drop_all",
     "pipeline",  # only as configured here: offload_contracts + sliding_window
+    "clear_tool_uses", "langchain_clear_tool_uses", "strands_context_offloader", "openai_trimming",
 })
 #: Strategies that offload payloads behind handles, the only source of retrieve_payload calls.
-OFFLOADING = frozenset({"offload_contracts", "pipeline"})
+OFFLOADING = frozenset({"offload_contracts", "pipeline", "strands_context_offloader"})
 PIPELINE_STAGES = [{"name": "offload_contracts"}, {"name": "sliding_window"}]
 PROFILES = ["frontier", "mid", "small", "stress-2023"]
 TOOL_ACTIONS = frozenset({"step", "retrieve", "refetch", "shortcut", "resend", "fix"})
@@ -58,10 +59,16 @@ TOOL_ACTIONS = frozenset({"step", "retrieve", "refetch", "shortcut", "resend", "
 ROUNDING = 1e-6
 
 
+#: Params for the strategies whose source has no default for them (their documentation's examples).
+REQUIRED_PARAMS: dict[str, dict[str, Any]] = {
+    "pipeline": {"stages": PIPELINE_STAGES},
+    "adk_compaction": {"token_threshold": 4000, "event_retention_size": 5},
+    "langchain_summarization": {"trigger": ("fraction", 0.8)},
+}
+
+
 def make_strategy(name: str) -> ContextStrategy:
-    if name == "pipeline":
-        return strategies.create("pipeline", stages=PIPELINE_STAGES)
-    return strategies.create(name)
+    return strategies.create(name, **REQUIRED_PARAMS.get(name, {}))
 
 
 @functools.lru_cache(maxsize=64)
@@ -109,6 +116,15 @@ def check_record(case: dict[str, Any], result: SessionResult) -> None:
     assert rec.outcome in DESIGN_OUTCOMES and rec.outcome != "error"
     expected = Switches.for_strategy(make_strategy(name), **case["overrides"])
     assert (rec.contracts, rec.errors, rec.breaker) == (expected.contracts, expected.errors, expected.breaker)
+
+    # Compactions (sdk-strategies.md 3): each freed tokens, a thrash is a compaction after another, an
+    # edit breaks the cache at most once per call, and the calls carry what was freed before them (all of
+    # it but what a session ended before sending).
+    assert (rec.compactions == 0) == (rec.tokens_freed == 0)
+    assert 0 <= rec.thrash <= max(0, rec.compactions - 1)
+    assert rec.cache_breaking_edits <= len([c for c in calls if c.call_kind != "summary"])
+    assert sum(c.tokens_freed for c in calls) <= rec.tokens_freed
+    assert all(c.tokens_freed == 0 for c in calls if c.call_kind == "summary")
 
     # Calls: their number and kinds.
     kinds = [c.call_kind for c in calls]

@@ -7,11 +7,11 @@ import pytest
 
 from harness.core.context import Context, ContextOverflow
 from harness.core.messages import Message, ToolResult, ToolUse
-from strategies import create
+from strategies import create, names
 from strategies.base import CannotReduce, ContextStrategy
 from strategies.pipeline import Pipeline
 
-ALL = "condense, drop_all, hybrid, observation_masking, offload_contracts, pipeline, sliding_window, summarize"
+ALL = ", ".join(names())
 
 
 def u(text: str) -> Message:

@@ -13,13 +13,18 @@ from harness.sim.profiles import PROFILE_NAMES
 from tests.harness.cli.invoke import ctxbench
 
 
-def test_list_strategies_prints_all_ten_one_line_each(tmp_path: Path) -> None:
+def test_list_strategies_prints_each_one_line_with_its_source_research_set_first(tmp_path: Path) -> None:
     result = ctxbench("list", "strategies", cwd=tmp_path)
     assert result.returncode == 0
     lines = result.stdout.strip().splitlines()
-    assert len(strategies.names()) == 10
-    assert [line.split()[0] for line in lines] == strategies.names()
+    research, sdk = strategies.default_names(), [n for n in strategies.names() if strategies.get(n).sdk]
+    assert len(research) == 10 and len(sdk) == 9
+    assert [line.split()[0] for line in lines] == research + sdk
     assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
+    for line in lines:
+        name = line.split()[0]
+        source = strategies.get(name).source
+        assert source and line.endswith(f"[{'SDK: ' if name in sdk else ''}{source}]"), line
 
 
 def test_list_scenarios_prints_every_scenario_one_line_each(tmp_path: Path) -> None:

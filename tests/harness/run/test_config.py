@@ -46,8 +46,8 @@ def test_default_config_is_the_mix_with_1000_sessions_every_strategy_on_frontier
     assert [s.name for s in config.scenarios] == ["mix"]
     assert config.model == "frontier"
     assert config.profile() == profile("frontier")
-    assert [e.name for e in config.strategy_entries()] == strategies.names()
-    assert len(config.strategy_entries()) == 10
+    assert [e.name for e in config.strategy_entries()] == strategies.default_names()
+    assert len(config.strategy_entries()) == 10  # the research set: the SDK managers are named, never implied
 
 
 def test_default_config_runs_pipeline_with_the_recommended_stages() -> None:
@@ -59,7 +59,7 @@ def test_default_config_runs_pipeline_with_the_recommended_stages() -> None:
 def test_default_config_resolved_lists_every_strategy_with_a_distinct_label() -> None:
     resolved = load_config().resolved()
     labels = [s["label"] for s in resolved["strategies"]]
-    assert labels == strategies.names()
+    assert labels == strategies.default_names()
     assert resolved["scenarios"][0]["name"] == "mix"
     assert resolved["scenarios"][0]["weight"] == 1.0
 
@@ -222,7 +222,7 @@ def test_none_overrides_keep_file_values(tmp_path: Path) -> None:
 def test_flag_override_on_the_embedded_default() -> None:
     config = load_config(None, sessions=12)
     assert config.sessions == 12
-    assert len(config.strategy_entries()) == len(strategies.names())
+    assert len(config.strategy_entries()) == len(strategies.default_names())
 
 
 # The [model] table -----------------------------------------------------------------------------------
@@ -284,7 +284,7 @@ def test_config_hash_is_the_same_when_defaults_are_spelled_out() -> None:
 
 
 def test_config_hash_of_every_strategy_equals_listing_them_with_defaults() -> None:
-    listed = [{"name": n, **(DEFAULT_PIPELINE if n == "pipeline" else {})} for n in strategies.names()]
+    listed = [{"name": n, **(DEFAULT_PIPELINE if n == "pipeline" else {})} for n in strategies.default_names()]
     every = RunConfig(**base_data(strategies=[]))
     assert every.config_hash() == RunConfig(**base_data(strategies=listed)).config_hash()
 

@@ -92,6 +92,35 @@ def test_offloaded_payloads_are_read_back_with_retrieve_payload() -> None:
     assert {json.loads(e.signature[1])["key"] for e in retrieves} == {"bad_pod", "trace_id", "culprit_flag"}
 
 
+class _EvictingOffload(create("offload_contracts").__class__):  # type: ignore[misc]
+    """offload_contracts whose store has evicted a payload by the first time the agent asks for it (a
+    fetch offloads it again: the second ask is served)."""
+
+    def retrieve(self, ctx: Context, handle: str, offset: int = 0, length: int | None = None) -> tuple[str, str]:
+        asked: set[str] = self.__dict__.setdefault("asked", set())
+        if handle not in asked:
+            asked.add(handle)
+            return "error", f"Error: reference not found: {handle}"
+        return super().retrieve(ctx, handle, offset, length)
+
+
+def test_a_handle_whose_retrieve_failed_is_not_paged_again() -> None:
+    # The agent reads "reference not found" and takes another way to the fact (re-fetch, shortcut or a
+    # guess) instead of asking for the same evicted reference until the session is stuck.
+    strategy = _EvictingOffload(create("offload_contracts", preview_chars=0).params)
+    result = replay(crashloop_script(filler_lines=60), strategy, ORACLE)
+    actions = [(e.signature[0], json.loads(e.signature[1])) for e in result.events if e.kind == "action"]
+    outcomes = [e for e in result.events if e.kind in ("observation", "error")]
+    assert len(outcomes) == len(actions)
+    failures = [i for i, (tool, _args) in enumerate(actions)
+                if tool == "retrieve_payload" and outcomes[i].kind == "error"]
+    assert failures  # the agent did try to page back, and was refused
+    for i in failures:
+        # The next call fetches the output again (a new stub) instead of asking for the refused one.
+        assert i + 1 < len(actions) and actions[i + 1][0] != "retrieve_payload", actions[i:i + 2]
+    assert result.record.outcome == "success"
+
+
 # Engineering failures and error semantics ---------------------------------------------------------------------
 
 
