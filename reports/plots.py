@@ -792,9 +792,11 @@ def tokens_freed_histogram(calls: pd.DataFrame, *, styles: dict[str, StrategySty
         axes[0].xaxis.set_major_formatter(FuncFormatter(thousands))
         axes[0].yaxis.set_major_formatter(PercentFormatter(1.0))
         fig.suptitle(title, fontweight="bold", fontsize=12)
-        fig.supxlabel("tokens freed before a call (log scale)"
-                      + (f"; never compacted: {', '.join(short_label(s, 18) for s in never)}" if never else ""),
-                      fontsize=9)
+        # The strategies without a panel, on lines of their own: a long list would run off the figure.
+        names = [short_label(s, 24) for s in never]
+        lines = [", ".join(names[i:i + 5]) for i in range(0, len(names), 5)]
+        fig.supxlabel("\n".join(["tokens freed before a call (log scale)",
+                                  *(["never compacted: " + lines[0], *lines[1:]] if lines else [])]), fontsize=9)
         fig.supylabel("share of the strategy's compactions", fontsize=10)
     return fig
 

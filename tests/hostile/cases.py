@@ -363,13 +363,28 @@ STRATEGY_PARAMS: dict[str, dict[str, str]] = {
                           "token_budget": INT},
     "hybrid": {"mask_turns": INT, "summary_turns": INT, "keep_turns": INT, "pin_first": INT, "summary_ratio": RATIO,
                "preserve_recent_messages": INT, "threshold": UNIT},
+    # The SDK managers (sdk-strategies.md); clear_tool_uses takes its numbers inside tables ({type, value}).
+    "langchain_clear_tool_uses": {"trigger": INT, "clear_at_least": INT, "keep": INT},
+    "langchain_summarization": {"trim_tokens_to_summarize": INT},
+    "strands_context_offloader": {"max_result_tokens": INT, "preview_tokens": INT, "evict_after_cycles": INT},
+    "openai_trimming": {"max_turns": INT, "limit": INT},
+    "openai_summarizing": {"context_limit": INT, "keep_last_n_turns": INT},
+    "openai_compaction": {"compact_threshold": INT, "candidate_threshold": INT},
+    "adk_compaction": {"compaction_interval": INT, "overlap_size": INT, "token_threshold": INT,
+                       "event_retention_size": INT},
+    "claude_code_compact": {"summary_reserve_tokens": INT, "buffer_tokens": INT, "keep_tool_results": INT,
+                            "thrash_turns": INT, "thrash_limit": INT, "max_failures": INT},
 }
+#: What a strategy needs besides the hostile param to get as far as that param (a param its source has no
+#: default for).
+REQUIRED_LINES = {"langchain_summarization": 'trigger = ["fraction", 0.8]\n'}
 for _strat, _params in STRATEGY_PARAMS.items():
     for _param, _kind in _params.items():
         for _vid, _value in VALUES.items():
             _exp = PARAM_EXPECT[_kind][_vid]
             config_cases("strategies", f"{_strat}-{_param}-{_vid}",
-                         toml(strategies=strategy(_strat, f"{_param} = {_value}\n")), _exp, (_param,),
+                         toml(strategies=strategy(_strat, REQUIRED_LINES.get(_strat, "") + f"{_param} = {_value}\n")),
+                         _exp, (_param,),
                          run=_exp != USAGE or (_vid == "true" and _param == next(iter(_params))))
 
 
