@@ -38,7 +38,7 @@ class OffloadContractsParams(StrategyParams):
     token_budget: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
-def _tool_name(ctx: Context, tool_use_id: str) -> str | None:
+def tool_name_of(ctx: Context, tool_use_id: str) -> str | None:
     """Name of the call a result answers, looked up newest first (normally the last message)."""
     for m in reversed(ctx.messages):
         for b in m.blocks:
@@ -100,7 +100,7 @@ class OffloadContracts(ContextStrategy):
             return None
         if is_stub(c):
             return None
-        if skip_retrieves and _tool_name(ctx, b.tool_use_id) == RETRIEVE_TOOL:
+        if skip_retrieves and tool_name_of(ctx, b.tool_use_id) == RETRIEVE_TOOL:
             return None
         stub = render_stub(c, m.facts, self.params.preview_chars)
         return stub if len(stub) < len(c) else None

@@ -76,10 +76,11 @@ from typing import ClassVar, Literal
 
 from pydantic import StrictBool, model_validator
 
-from harness.core import Block, Context, Message, ToolResult, ToolUse, handle_for, is_stub, rebuild
+from harness.core import Block, Context, Message, ToolResult, handle_for, is_stub, rebuild
 from harness.core.messages import TextMeter
 from harness.core.stubs import HEAD_MARK, TAIL_MARK
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, register
+from strategies.offload_contracts import tool_name_of
 from strategies.params import NonNegativeInt, PositiveInt
 from strategies.split import is_pinned
 
@@ -338,7 +339,7 @@ class StrandsContextOffloader(ContextStrategy):
         """The stub replacing ``b``, or None when ``b`` stays whole."""
         if not isinstance(b, ToolResult) or is_stub(b.content):
             return None
-        name = _tool_name(ctx, b.tool_use_id)
+        name = tool_name_of(ctx, b.tool_use_id)
         if name == RUNTIME_RETRIEVE_TOOL or (name == RETRIEVE_TOOL and self.params.include_retrieval_tool):
             return None
         if estimate_tokens(b.content, meter, self.params.token_estimate) <= self.params.max_result_tokens:
@@ -410,12 +411,3 @@ class StrandsContextOffloader(ContextStrategy):
         except ValueError as e:
             return "error", f"Error: {e}"
         return "success", text
-
-
-def _tool_name(ctx: Context, tool_use_id: str) -> str | None:
-    """Name of the call a result answers, looked up newest first (normally the last message)."""
-    for m in reversed(ctx.messages):
-        for b in m.blocks:
-            if isinstance(b, ToolUse) and b.id == tool_use_id:
-                return b.name
-    return None

@@ -480,6 +480,20 @@ class Case:
         )
 
 
+class Shown:
+    """Messages that hypothesis prints briefly (a Message's repr is long)."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(brief(self.messages))
+
+
+def tool_ids(window: Sequence[Message]) -> set[str]:
+    return {i for m in window for i in m.tool_ids}
+
+
 def brief(window: Sequence[Message]) -> str:
     """A compact rendering for failure reports: role, pin, kind, then T<len>, U<id>, R<id>:<len>."""
 

@@ -26,7 +26,15 @@ from strategies.langchain_summarization import (
 )
 from strategies.split import is_pinned
 from tests.fakes import FakeSummarizer
-from tests.properties.histories import Ids, brief, histories, new_messages, well_formed
+from tests.properties.histories import (
+    Ids,
+    Shown,
+    brief,
+    histories,
+    new_messages,
+    tool_ids,
+    well_formed,
+)
 
 
 def task(text: str = "Task: fix the failing test in module alpha.") -> Message:
@@ -314,18 +322,6 @@ PARAMS = st.fixed_dictionaries({
 })
 
 
-class Shown:
-    """Messages that hypothesis prints briefly (a Message's repr is long)."""
-
-    def __init__(self, messages: list[Message]) -> None:
-        self.messages = messages
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(brief(self.messages))
-
-
-def tool_ids(window: Sequence[Message]) -> set[str]:
-    return {i for m in window for i in m.tool_ids}
 
 
 @given(params=PARAMS, data=st.data(), mode=st.sampled_from(("ok", "ok", "fail", "empty", "huge")))

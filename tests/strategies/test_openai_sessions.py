@@ -27,7 +27,16 @@ from strategies.openai_sessions import (
 )
 from strategies.split import is_pinned
 from tests.fakes import FakeSummarizer
-from tests.properties.histories import FOLLOWUPS, Ids, brief, histories, new_messages, well_formed
+from tests.properties.histories import (
+    FOLLOWUPS,
+    Ids,
+    Shown,
+    brief,
+    histories,
+    new_messages,
+    tool_ids,
+    well_formed,
+)
 
 
 def user(text: str, kind: Any = None) -> Message:
@@ -393,18 +402,6 @@ CONFIGS = st.one_of(
 )
 
 
-class Shown:
-    """Messages that hypothesis prints briefly (a Message's repr is long)."""
-
-    def __init__(self, messages: list[Message]) -> None:
-        self.messages = messages
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(brief(self.messages))
-
-
-def tool_ids(window: Sequence[Message]) -> set[str]:
-    return {i for m in window for i in m.tool_ids}
 
 
 def changed(before: Sequence[Message], after: Sequence[Message]) -> bool:
