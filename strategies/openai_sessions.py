@@ -127,6 +127,34 @@ def _keep_from(ctx: Context, start: int) -> list[Message]:
     return [*protected, *window[start:]]
 
 
+class _Appended:
+    """What a window holds, kept up to date by looking only at the messages appended since the last look:
+    a session appends one message at a time, and scanning the whole window before every call made long
+    sessions quadratic. A window changed other than by appending (a commit, another pipeline stage) is
+    scanned again from the start."""
+
+    def __init__(self) -> None:
+        self._seen = 0
+        self._last: Message | None = None
+        #: Indices of the user messages (turn starts) seen so far.
+        self.user_indices: list[int] = []
+        #: Compaction candidates (items of assistant messages and results) seen so far.
+        self.candidates = 0
+
+    def update(self, window: Sequence[Message]) -> None:
+        start = self._seen
+        if start > len(window) or (start and window[start - 1] is not self._last):
+            start, self.user_indices, self.candidates = 0, [], 0
+        for i in range(start, len(window)):
+            m = window[i]
+            if is_user_message(m):
+                self.user_indices.append(i)
+            elif m.role == "assistant" or m.has_result:
+                self.candidates += item_count(m)
+        self._seen = len(window)
+        self._last = window[-1] if window else None
+
+
 # openai_trimming -----------------------------------------------------------------------------------
 
 
@@ -161,15 +189,22 @@ class OpenAITrimming(ContextStrategy):
     Params = OpenAITrimmingParams
     params: OpenAITrimmingParams
 
+    def __init__(self, params: OpenAITrimmingParams | None = None) -> None:
+        super().__init__(params)
+        self._seen = _Appended()
+
     def before_call(self, ctx: Context) -> None:
         window = ctx.messages
-        run = current_run_start(window)
+        self._seen.update(window)
+        users = self._seen.user_indices
+        run = users[-1] if users else None
         if not run:
             return
-        history = window[:run]
-        start = 0 if self.params.max_turns is None else last_turns_start(history, self.params.max_turns)
+        before = users[:-1]  # the user messages of the history before the current run
+        max_turns = self.params.max_turns
+        start = 0 if max_turns is None or len(before) < max_turns else before[-max_turns]
         if self.params.limit is not None:
-            start = last_items_start(history, start, self.params.limit)
+            start = last_items_start(window[:run], start, self.params.limit)
         if start > 0 and len(new := _keep_from(ctx, start)) < len(window):
             commit(ctx, new)
 
@@ -218,14 +253,20 @@ class OpenAISummarizing(ContextStrategy):
     Params = OpenAISummarizingParams
     params: OpenAISummarizingParams
 
+    def __init__(self, params: OpenAISummarizingParams | None = None) -> None:
+        super().__init__(params)
+        self._seen = _Appended()
+
     def boundary(self, window: Sequence[Message]) -> int | None:
         """``_summarize_decision_locked`` on the history before the current run: the index before
         which everything is summarized, or None."""
-        run = current_run_start(window)
+        self._seen.update(window)
+        users = self._seen.user_indices
+        run = users[-1] if users else None
         if not run:
             return None
         # A protected user message is never summarized: counting it would summarize on every call.
-        starts = [i for i in range(run) if is_user_message(window[i]) and not is_pinned(window, i)]
+        starts = [i for i in users[:-1] if not is_pinned(window, i)]
         if len(starts) <= self.params.context_limit:
             return None
         keep = self.params.keep_last_n_turns
@@ -300,6 +341,7 @@ class OpenAICompaction(ContextStrategy):
         super().__init__(params)
         #: The session's deferred compaction (``_deferred_response_id`` is set).
         self.deferred = False
+        self._seen = _Appended()
 
     def compact(self, ctx: Context) -> None:
         """Replace everything but the user and protected messages by one compaction item, or raise
@@ -332,7 +374,8 @@ class OpenAICompaction(ContextStrategy):
         window = ctx.messages
         if threshold is None or not window:
             return
-        due = candidate_items(window) >= threshold
+        self._seen.update(window)
+        due = self._seen.candidates >= threshold
         if window[-1].has_result:
             # _apply_post_write_compaction defers while the turn has local tool outputs.
             self.deferred = self.deferred or due

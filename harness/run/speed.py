@@ -367,9 +367,11 @@ LINEARITY_PARAMS: dict[str, dict[str, Any]] = {
                             {"name": "sliding_window", "params": {"pin_first": 1}}]},
     "condense": {"max_size": 60},
     "summarize": {"trigger_turns": 21, "keep_turns": 10},
-    # Triggers the sources leave to the user: ADK's documentation's example, and a message count for
-    # LangChain's that fires at both lengths.
-    "adk_compaction": {"token_threshold": 4000, "event_retention_size": 5},
+    # Triggers the sources leave to the user, set to fire at both lengths. ADK's at 80% of the frontier
+    # window, as in examples/sdk.toml: at its documentation's 4,000 tokens it summarizes before nearly every
+    # call, and each compaction walks all of the session's events (as ADK's request processor does), so
+    # the session is quadratic in its length by the manager's own design.
+    "adk_compaction": {"token_threshold": 160_000, "event_retention_size": 5},
     "langchain_summarization": {"trigger": ["messages", 100], "keep": ["messages", 20]},
 }
 #: The session of the linearity check: a k8s_crashloop script of N tool steps under the oracle profile

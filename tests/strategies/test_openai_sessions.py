@@ -20,6 +20,7 @@ from strategies.base import CannotReduce, ContextStrategy
 from strategies.openai_sessions import (
     SHADOW_PROMPT,
     OpenAICompaction,
+    _Appended,
     candidate_items,
     current_run_start,
     is_user_message,
@@ -483,3 +484,22 @@ def test_invariants_on_generated_histories(config: tuple[str, dict[str, Any]], d
                 if not appended[-1].has_use else appended
         for m in appended:
             ctx.messages.append(s.on_append(ctx, m))
+
+
+@given(histories(max_turns=6), st.lists(st.integers(0, 12), max_size=4))
+def test_what_is_seen_by_appending_equals_a_scan_of_the_whole_window(window: list[Message], cuts: list[int]) -> None:
+    # The strategies look only at what was appended since their last look; after every append, and after
+    # the window was cut (as a commit cuts it), that equals scanning the whole window.
+    seen = _Appended()
+    current: list[Message] = []
+    for m in window:
+        current.append(m)
+        seen.update(current)
+        assert seen.user_indices == [i for i, x in enumerate(current) if is_user_message(x)]
+        assert seen.candidates == candidate_items(current)
+        assert (seen.user_indices or [None])[-1] == current_run_start(current)
+    for cut in cuts:
+        current = current[cut:]
+        seen.update(current)
+        assert seen.user_indices == [i for i, x in enumerate(current) if is_user_message(x)]
+        assert seen.candidates == candidate_items(current)
