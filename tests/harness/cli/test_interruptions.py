@@ -19,8 +19,9 @@ from tests.harness.cli.invoke import TINY, assert_usage_error, command, ctxbench
 
 KEY = ["scenario", "session_index", "strategy"]
 TABLES = ("sessions.parquet", "calls.parquet", "events.parquet")
-#: A few seconds of serial work, so that a signal can land anywhere in it.
-LONG = TINY | {"sessions": 80, "seed": 9}
+#: Serial work long enough that every signal moment below (up to 3 s) lands mid-run: about 5 s on the
+#: 2-core machine.
+LONG = TINY | {"sessions": 120, "seed": 9}
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
 #: Exit status of each signal: the handled ones exit 128 + signal number, kill -9 cannot be handled.
 EXPECTED_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}
