@@ -758,13 +758,11 @@ def tokens_freed_histogram(calls: pd.DataFrame, *, styles: dict[str, StrategySty
         freed: dict[str, np.ndarray] = {}
         never: list[str] = []
         if _has(calls, "strategy", "tokens_freed"):
-            for strategy, group in calls.groupby("strategy", sort=True):
-                values = group["tokens_freed"].to_numpy(dtype=float)
-                values = values[values > 0]
-                if values.size:
-                    freed[str(strategy)] = values
-                else:
-                    never.append(str(strategy))
+            # The few calls after a compaction first, then grouped: a run has millions of calls.
+            compacted = calls.loc[calls["tokens_freed"].to_numpy() > 0, ["strategy", "tokens_freed"]]
+            for strategy, group in compacted.groupby("strategy", sort=True):
+                freed[str(strategy)] = group["tokens_freed"].to_numpy(dtype=float)
+            never = sorted(set(map(str, calls["strategy"].unique())) - set(freed))
         if not freed:
             fig, ax = new_figure()
             fig.suptitle(title, fontweight="bold", fontsize=12)

@@ -256,7 +256,10 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     say(f"paired differences against {chosen} and against each goal's best")
     # The report's pairs and the decision's share their resamples (a strategy and a metric name one
     # stream): computed together, each stream is drawn once.
-    asked = stats.paired_against(sessions, chosen) if len(strategies) > 1 else []
+    # The compaction metrics describe what a manager did; the headline shows them with their intervals and
+    # `ctxbench compare` gates on them, but the paired table keeps to the outcome and cost metrics.
+    outcome_metrics = [name for name, m in stats.METRICS.items() if not m.optional]
+    asked = stats.paired_against(sessions, chosen, outcome_metrics) if len(strategies) > 1 else []
     pairs = stats.paired_differences(sessions, asked + goal_pairs(head))
     pair = pairs.iloc[:len(asked)].reset_index(drop=True) if asked else pd.DataFrame()
     plots: dict[str, Png] = {}
