@@ -364,8 +364,9 @@ def headline_table(data: ReportData) -> Table:
 
 def paired_table(data: ReportData) -> Table:
     """A row per strategy but the baseline (in decision order): each metric's paired difference against
-    the baseline, its interval, and the colour of a difference whose interval excludes zero."""
-    metrics = shown_metrics(data)
+    the baseline, its interval, and the colour of a difference whose interval excludes zero. The outcome
+    and cost metrics only (see `collect`)."""
+    metrics = [m for m in shown_metrics(data) if not m.optional]
     header = ["strategy", *(m.label for m in metrics)]
     rows: list[list[Cell]] = []
     if data.paired.empty:
