@@ -379,8 +379,10 @@ LINEARITY_PARAMS: dict[str, dict[str, Any]] = {
 LINEARITY_FAMILY, LINEARITY_SEED, LINEARITY_PROFILE = "k8s_crashloop", 0, "oracle"
 
 
-def linearity(n: int, *, repeats: int = 3, names: list[str] | None = None) -> Goal:
-    """P3: per strategy, the replay time of a session of 2N tool steps over one of N steps."""
+def linearity(n: int, *, repeats: int = 5, names: list[str] | None = None) -> Goal:
+    """P3: per strategy, the replay time of a session of 2N tool steps over one of N steps, best of
+    ``repeats`` alternating samples (a 200-step replay takes some 50 ms: with three samples one
+    strategy of nineteen would read 2.2-2.3 now and then on a linear replay)."""
     # The oracle's turn limit (250) would cut a long session short of its 2N steps.
     oracle = profile(LINEARITY_PROFILE).model_copy(update={"max_turns": 10 * n + 100})
     short_script = scenarios.generate(LINEARITY_FAMILY, LINEARITY_SEED, turns=n)
