@@ -1,0 +1,185 @@
+"""ATIF trajectories (Agent Trajectory Interchange Format, v1.x; this reader follows v1.8).
+
+Follows the ATIF RFC (https://github.com/harbor-framework/harbor/blob/main/rfcs/0001-trajectory-format.md)
+and the field names of its reference pydantic models (the ``atif`` package, 1.8.0): a root object with
+``schema_version`` (``ATIF-v1.N``), ``session_id``, ``agent`` (``model_name``, ``tool_definitions``) and
+``steps``; each step has a ``source`` (``system``, ``user`` or ``agent``), a ``message`` (a string or
+content parts; image and audio parts become placeholders), and on agent steps ``tool_calls``
+``[{tool_call_id, function_name, arguments}]`` and an ``observation`` whose ``results`` answer them by
+``source_call_id``. A result without ``source_call_id`` (a non-tool action) becomes user text. System steps
+join the system prompt. ATIF has no error flag of its own: a result is ``error`` when its ``extra`` says so
+(``"is_error": true`` or ``"status": "error"``), the convention ctxbench's writers use. Embedded subagent
+trajectories and continuation files are not followed. A file may also be JSONL, one trajectory per line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from harness.core.messages import Text, ToolResult, ToolUse
+from harness.run.traces.normal import (
+    AUDIO_PLACEHOLDER,
+    IMAGE_PLACEHOLDER,
+    ImportedSession,
+    JsonReader,
+    TranscriptBuilder,
+    child,
+    parse_arguments,
+)
+from harness.run.traces.reading import TraceText, derived_id
+
+FORMAT = "atif"
+SCHEMA_VERSION = "ATIF-v1.8"
+_VERSION = re.compile(r"^ATIF-v1\.\d+$")
+_PLACEHOLDERS = {"image": IMAGE_PLACEHOLDER, "audio": AUDIO_PLACEHOLDER}
+
+
+def parse(trace: TraceText, name: str) -> list[ImportedSession]:
+    """The sessions (one per trajectory) of an ATIF file."""
+    reader = JsonReader(trace.source)
+    count = len(trace.records)
+    return [_trajectory(reader, r.value, r.where, name, i, count) for i, r in enumerate(trace.records)]
+
+
+def _trajectory(reader: JsonReader, value: Any, where: str, name: str, index: int, count: int) -> ImportedSession:
+    doc = reader.obj(value, where, "an ATIF trajectory object")
+    version = reader.req_str(doc, "schema_version", where)
+    if not _VERSION.match(version):
+        raise reader.error(child(where, "schema_version"),
+                           f"unsupported schema_version {version!r} (ctxbench reads ATIF-v1.x)")
+    agent_where = child(where, "agent")
+    agent = reader.obj(reader.required(doc, "agent", where), agent_where)
+    model = reader.opt_str(agent, "model_name", agent_where)
+    tools = _tool_names(agent.get("tool_definitions"))
+    steps_where = child(where, "steps")
+    builder = TranscriptBuilder(reader.source, steps_where)
+    for i, step in enumerate(reader.arr(reader.required(doc, "steps", where), steps_where)):
+        _step(reader, builder, step, child(steps_where, i))
+    session_id = reader.opt_str(doc, "session_id", where) or reader.opt_str(doc, "trajectory_id", where)
+    return ImportedSession(
+        source=reader.source,
+        session_id=session_id or derived_id(name, index, count),
+        format=FORMAT,
+        system=builder.system_prompt,
+        messages=builder.build(),
+        model=model,
+        tools=tools,
+    )
+
+
+def _tool_names(definitions: Any) -> tuple[str, ...]:
+    if not isinstance(definitions, list):
+        return ()
+    names = []
+    for d in definitions:
+        if isinstance(d, dict):
+            inner = d.get("function")
+            name = inner.get("name") if isinstance(inner, dict) else d.get("name")
+            if isinstance(name, str):
+                names.append(name)
+    return tuple(names)
+
+
+def _step(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
+    step = reader.obj(value, where, "a step object")
+    source = reader.req_str(step, "source", where)
+    message = _text(reader, reader.required(step, "message", where), child(where, "message"))
+    file = reader.source
+    if source == "system":
+        builder.system(message)
+        return
+    if source == "user":
+        builder.text("user", message, file, child(where, "message"))
+        return
+    if source != "agent":
+        raise reader.error(child(where, "source"), f"unknown step source {source!r} (expected system, user or agent)")
+    builder.text("assistant", message, file, child(where, "message"))
+    calls = step.get("tool_calls")
+    if calls is not None:
+        calls_where = child(where, "tool_calls")
+        for i, call_value in enumerate(reader.arr(calls, calls_where)):
+            call_where = child(calls_where, i)
+            call = reader.obj(call_value, call_where, "a tool call object")
+            builder.tool_use(reader.req_str(call, "tool_call_id", call_where),
+                             reader.req_str(call, "function_name", call_where),
+                             parse_arguments(reader.required(call, "arguments", call_where)), file, call_where)
+    observation = step.get("observation")
+    if observation is not None:
+        obs_where = child(where, "observation")
+        obs = reader.obj(observation, obs_where)
+        results_where = child(obs_where, "results")
+        for i, result_value in enumerate(reader.arr(reader.required(obs, "results", obs_where), results_where)):
+            result_where = child(results_where, i)
+            result = reader.obj(result_value, result_where, "an observation result object")
+            content = result.get("content")
+            if content is None and result.get("subagent_trajectory_ref") is not None:
+                text = "[subagent trajectory omitted]"
+            else:
+                text = _text(reader, content, child(result_where, "content"))
+            call_id = reader.opt_str(result, "source_call_id", result_where)
+            if call_id is None:
+                builder.text("user", text, file, result_where)
+            else:
+                builder.tool_result(call_id, "error" if _is_error(result.get("extra")) else "success", text, file,
+                                    result_where)
+
+
+def _is_error(extra: Any) -> bool:
+    return isinstance(extra, dict) and (extra.get("is_error") is True or extra.get("status") == "error")
+
+
+def _text(reader: JsonReader, value: Any, where: str) -> str:
+    """A message or result: a string, or content parts (text kept, media as placeholders)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    texts = []
+    for i, part_value in enumerate(reader.arr(value, where, "a string or an array of content parts")):
+        part_where = child(where, i)
+        part = reader.obj(part_value, part_where, "a content part object")
+        kind = reader.req_str(part, "type", part_where)
+        if kind == "text":
+            texts.append(reader.req_str(part, "text", part_where))
+        elif kind in _PLACEHOLDERS:
+            texts.append(_PLACEHOLDERS[kind])
+        else:
+            raise reader.error(child(part_where, "type"), f"unknown content part type {kind!r}")
+    return "\n".join(texts)
+
+
+def dump(session: ImportedSession) -> dict[str, Any]:
+    """The session as an ATIF v1.8 trajectory: each assistant message is an agent step whose observation
+    holds the results of the next user message; an error result carries ``extra: {"is_error": true}``."""
+    steps: list[dict[str, Any]] = []
+    if session.system:
+        steps.append({"source": "system", "message": session.system})
+    for message in session.messages:
+        texts = "\n".join(b.text for b in message.blocks if isinstance(b, Text))
+        if message.role == "assistant":
+            step: dict[str, Any] = {"source": "agent", "message": texts}
+            calls = [{"tool_call_id": b.id, "function_name": b.name, "arguments": dict(b.input)}
+                     for b in message.blocks if isinstance(b, ToolUse)]
+            if calls:
+                step["tool_calls"] = calls
+            steps.append(step)
+            continue
+        results = []
+        for block in message.blocks:
+            if isinstance(block, ToolResult):
+                result: dict[str, Any] = {"source_call_id": block.tool_use_id, "content": block.content}
+                if block.status == "error":
+                    result["extra"] = {"is_error": True}
+                results.append(result)
+        if results and steps and steps[-1]["source"] == "agent":
+            steps[-1]["observation"] = {"results": results}
+        if texts:
+            steps.append({"source": "user", "message": texts})
+    numbered = [{"step_id": number, **step} for number, step in enumerate(steps, start=1)]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "session_id": session.session_id,
+        "agent": {"name": "ctxbench", "version": "1", **({"model_name": session.model} if session.model else {}),
+                  **({"tool_definitions": [{"type": "function", "function": {"name": n}}
+                                           for n in session.tools]} if session.tools else {})},
+        "steps": numbered,
+    }

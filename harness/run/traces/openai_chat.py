@@ -1,0 +1,190 @@
+"""OpenAI Chat Completions transcripts: ``{"messages": [...]}``, a bare list of messages, or JSONL (one
+message per line, or one conversation per line).
+
+Follows the Chat Completions API reference (https://platform.openai.com/docs/api-reference/chat/create):
+roles ``system``/``developer`` (joined into the system prompt), ``user``, ``assistant`` (``content`` and
+``tool_calls`` ``[{id, type: "function", function: {name, arguments}}]``, ``arguments`` a JSON string) and
+``tool`` (``tool_call_id``, ``content``). Content is a string or an array of parts: ``text`` and
+``refusal`` are kept, ``image_url``/``input_audio``/``file`` become placeholders. The format has no error
+flag for tool results: every result is ``success``. Tool-call arguments that are not a JSON object are kept
+as ``{"_raw_arguments": text}``. The optional ``model`` and ``tools`` (names) of the object are read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.core.messages import Text, ToolResult, ToolUse
+from harness.run.traces.normal import (
+    AUDIO_PLACEHOLDER,
+    FILE_PLACEHOLDER,
+    IMAGE_PLACEHOLDER,
+    ImportedSession,
+    JsonReader,
+    TranscriptBuilder,
+    arguments_text,
+    child,
+    parse_arguments,
+)
+from harness.run.traces.reading import TraceText, conversations, derived_id
+
+FORMAT = "openai-chat"
+_PART_PLACEHOLDERS = {"image_url": IMAGE_PLACEHOLDER, "input_audio": AUDIO_PLACEHOLDER, "file": FILE_PLACEHOLDER}
+
+
+def parse(trace: TraceText, name: str) -> list[ImportedSession]:
+    """The sessions of a Chat Completions trace file."""
+    reader = JsonReader(trace.source)
+    found = conversations(trace, ("messages",), 'a chat conversation ({"messages": [...]}) or an array of messages')
+    sessions = []
+    for index, conversation in enumerate(found):
+        header = conversation.header
+        builder = TranscriptBuilder(trace.source, conversation.where)
+        for value, where in conversation.items:
+            _message(reader, builder, value, where)
+        sessions.append(ImportedSession(
+            source=trace.source,
+            session_id=header_id(header) or derived_id(name, index, len(found)),
+            format=FORMAT,
+            system=builder.system_prompt,
+            messages=builder.build(),
+            model=header.get("model") if isinstance(header.get("model"), str) else None,
+            tools=tool_names(header.get("tools")),
+        ))
+    return sessions
+
+
+def header_id(header: dict[str, Any]) -> str | None:
+    """A conversation's own id, when its object carries one."""
+    for key in ("session_id", "conversation_id", "id"):
+        value = header.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def tool_names(tools: Any) -> tuple[str, ...]:
+    """Names of declared tools: ``{"type": "function", "function": {"name"}}`` or ``{"name"}`` entries."""
+    if not isinstance(tools, list):
+        return ()
+    names = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            inner = tool.get("function")
+            name = inner.get("name") if isinstance(inner, dict) else tool.get("name")
+            if isinstance(name, str):
+                names.append(name)
+    return tuple(names)
+
+
+def _message(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
+    message = reader.obj(value, where, "a message object")
+    role = reader.req_str(message, "role", where)
+    source = reader.source
+    content_where = child(where, "content")
+    if role in ("system", "developer"):
+        builder.system("\n".join(text for text, _ in _content(reader, message.get("content"), content_where)))
+    elif role == "user":
+        for text, part_where in _content(reader, message.get("content"), content_where):
+            builder.text("user", text, source, part_where)
+    elif role == "assistant":
+        for text, part_where in _content(reader, message.get("content"), content_where):
+            builder.text("assistant", text, source, part_where)
+        refusal = reader.opt_str(message, "refusal", where)
+        if refusal:
+            builder.text("assistant", refusal, source, child(where, "refusal"))
+        calls = message.get("tool_calls")
+        if calls is not None:
+            calls_where = child(where, "tool_calls")
+            for i, call in enumerate(reader.arr(calls, calls_where)):
+                _tool_call(reader, builder, call, child(calls_where, i))
+    elif role == "tool":
+        if "tool_call_id" not in message:
+            raise reader.error(child(where, "tool_call_id"), "a 'tool' message needs tool_call_id")
+        call_id = reader.string(message["tool_call_id"], child(where, "tool_call_id"))
+        text = "\n".join(text for text, _ in _content(reader, message.get("content"), content_where))
+        builder.tool_result(call_id, "success", text, source, where)
+    else:
+        raise reader.error(
+            child(where, "role"), f"unknown role {role!r} (expected system, developer, user, assistant or tool)")
+
+
+def _tool_call(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
+    call = reader.obj(value, where, "a tool call object")
+    call_id = reader.req_str(call, "id", where)
+    if "custom" in call:  # a custom tool: free-form text input instead of JSON arguments
+        custom_where = child(where, "custom")
+        custom = reader.obj(call["custom"], custom_where)
+        name = reader.req_str(custom, "name", custom_where)
+        builder.tool_use(call_id, name, {"input": reader.req_str(custom, "input", custom_where)},
+                         reader.source, where)
+        return
+    function_where = child(where, "function")
+    function = reader.obj(reader.required(call, "function", where), function_where)
+    name = reader.req_str(function, "name", function_where)
+    arguments = parse_arguments(function.get("arguments", "{}"))
+    builder.tool_use(call_id, name, arguments, reader.source, where)
+
+
+def _content(reader: JsonReader, content: Any, where: str) -> list[tuple[str, str]]:
+    """(text, path) of each text part of a message's content; media parts become placeholders."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [(content, where)]
+    parts = reader.arr(content, where, "a string or an array of content parts")
+    out = []
+    for i, value in enumerate(parts):
+        part_where = child(where, i)
+        part = reader.obj(value, part_where, "a content part object")
+        kind = reader.req_str(part, "type", part_where)
+        if kind in ("text", "refusal"):
+            out.append((reader.req_str(part, kind, part_where), part_where))
+        elif kind in _PART_PLACEHOLDERS:
+            out.append((_PART_PLACEHOLDERS[kind], part_where))
+        else:
+            raise reader.error(child(part_where, "type"), f"unknown content part type {kind!r}")
+    return out
+
+
+def dump(session: ImportedSession) -> dict[str, Any]:
+    """The session as a Chat Completions conversation object (error statuses are lost: the format has none;
+    an assistant message's texts are written before its tool calls)."""
+    messages: list[dict[str, Any]] = []
+    if session.system:
+        messages.append({"role": "system", "content": session.system})
+    for message in session.messages:
+        if message.role == "user":
+            texts: list[str] = []
+            for block in message.blocks:
+                if isinstance(block, Text):
+                    texts.append(block.text)
+                elif isinstance(block, ToolResult):
+                    if texts:
+                        messages.append({"role": "user", "content": _text_content(texts)})
+                        texts = []
+                    messages.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": block.content})
+            if texts:
+                messages.append({"role": "user", "content": _text_content(texts)})
+        else:
+            texts = [b.text for b in message.blocks if isinstance(b, Text)]
+            out: dict[str, Any] = {"role": "assistant", "content": _text_content(texts) if texts else None}
+            calls = [
+                {"id": b.id, "type": "function", "function": {"name": b.name, "arguments": arguments_text(b.input)}}
+                for b in message.blocks if isinstance(b, ToolUse)
+            ]
+            if calls:
+                out["tool_calls"] = calls
+            messages.append(out)
+    doc: dict[str, Any] = {"id": session.session_id}
+    if session.model is not None:
+        doc["model"] = session.model
+    if session.tools:
+        doc["tools"] = [{"type": "function", "function": {"name": n}} for n in session.tools]
+    doc["messages"] = messages
+    return doc
+
+
+def _text_content(texts: list[str]) -> str | list[dict[str, str]]:
+    # One text is the plain string every client writes; several stay separate parts so blocks survive.
+    return texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]

@@ -1,0 +1,148 @@
+"""OpenAI Responses transcripts: ``{"input": [...]}`` (a request), ``{"output": [...]}`` (a response; with
+both, input items come first), a bare list of items, or JSONL (one item or one request/response per line).
+
+Follows the Responses API reference (https://platform.openai.com/docs/api-reference/responses): message
+items (``role`` and ``content``, a string or parts ``input_text``/``output_text``/``refusal``; images,
+files and audio become placeholders), ``function_call`` ``{call_id, name, arguments}`` (a JSON string),
+``function_call_output`` ``{call_id, output}`` (a string or content parts) and the free-form
+``custom_tool_call``/``custom_tool_call_output`` pair. ``instructions`` and system/developer messages form
+the system prompt. ``reasoning`` items and the items of hosted tools (web and file search, computer use,
+code interpreter, MCP, shell, ...) are skipped: they are not function calls the client answered. There is
+no error flag for function output: every result is ``success``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.core.messages import Text, ToolResult, ToolUse
+from harness.run.traces.normal import (
+    AUDIO_PLACEHOLDER,
+    FILE_PLACEHOLDER,
+    IMAGE_PLACEHOLDER,
+    ImportedSession,
+    JsonReader,
+    TranscriptBuilder,
+    arguments_text,
+    child,
+    parse_arguments,
+)
+from harness.run.traces.openai_chat import header_id, tool_names
+from harness.run.traces.reading import TraceText, conversations, derived_id
+
+FORMAT = "openai-responses"
+_TEXT_PARTS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal",
+               "summary_text": "text"}
+_PLACEHOLDERS = {"input_image": IMAGE_PLACEHOLDER, "input_file": FILE_PLACEHOLDER,
+                 "input_audio": AUDIO_PLACEHOLDER}
+#: Items that are not conversation text or client function calls.
+SKIPPED_ITEMS = frozenset({
+    "reasoning", "web_search_call", "file_search_call", "computer_call", "computer_call_output",
+    "code_interpreter_call", "image_generation_call", "local_shell_call", "local_shell_call_output",
+    "shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output", "mcp_call",
+    "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference", "compaction",
+})
+#: Keys of a request or response object that hold items, in conversation order.
+ITEM_KEYS = ("input", "output")
+
+
+def parse(trace: TraceText, name: str) -> list[ImportedSession]:
+    """The sessions of a Responses trace file."""
+    reader = JsonReader(trace.source)
+    found = conversations(trace, ITEM_KEYS, 'a Responses request or response ({"input": [...]}) or an array of items')
+    sessions = []
+    for index, conversation in enumerate(found):
+        header = conversation.header
+        builder = TranscriptBuilder(trace.source, conversation.where)
+        instructions = reader.opt_str(header, "instructions", conversation.where)
+        builder.system(instructions or "")
+        for value, where in conversation.items:
+            if isinstance(value, str):  # ``"input": "..."``: the user's prompt as plain text
+                builder.text("user", value, reader.source, where)
+            else:
+                _item(reader, builder, value, where)
+        sessions.append(ImportedSession(
+            source=trace.source,
+            session_id=header_id(header) or derived_id(name, index, len(found)),
+            format=FORMAT,
+            system=builder.system_prompt,
+            messages=builder.build(),
+            model=header.get("model") if isinstance(header.get("model"), str) else None,
+            tools=tool_names(header.get("tools")),
+        ))
+    return sessions
+
+
+def _item(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
+    item = reader.obj(value, where, "an item object")
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        kind = "message"  # an easy input message: {role, content}
+    kind = reader.string(kind, child(where, "type"), "an item type")
+    source = reader.source
+    if kind == "message":
+        role = reader.req_str(item, "role", where)
+        texts = _content(reader, reader.required(item, "content", where), child(where, "content"))
+        if role in ("system", "developer"):
+            builder.system("\n".join(text for text, _ in texts))
+        elif role in ("user", "assistant"):
+            for text, part_where in texts:
+                builder.text("user" if role == "user" else "assistant", text, source, part_where)
+        else:
+            raise reader.error(child(where, "role"),
+                               f"unknown role {role!r} (expected system, developer, user or assistant)")
+    elif kind == "function_call":
+        builder.tool_use(reader.req_str(item, "call_id", where), reader.req_str(item, "name", where),
+                         parse_arguments(item.get("arguments", "{}")), source, where)
+    elif kind == "custom_tool_call":
+        builder.tool_use(reader.req_str(item, "call_id", where), reader.req_str(item, "name", where),
+                         {"input": reader.req_str(item, "input", where)}, source, where)
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        output = reader.required(item, "output", where)
+        text = "\n".join(t for t, _ in _content(reader, output, child(where, "output")))
+        builder.tool_result(reader.req_str(item, "call_id", where), "success", text, source, where)
+    elif kind not in SKIPPED_ITEMS:
+        raise reader.error(child(where, "type"), f"unknown item type {kind!r}")
+
+
+def _content(reader: JsonReader, content: Any, where: str) -> list[tuple[str, str]]:
+    if isinstance(content, str):
+        return [(content, where)]
+    out = []
+    for i, value in enumerate(reader.arr(content, where, "a string or an array of content parts")):
+        part_where = child(where, i)
+        part = reader.obj(value, part_where, "a content part object")
+        kind = reader.req_str(part, "type", part_where)
+        if kind in _TEXT_PARTS:
+            out.append((reader.req_str(part, _TEXT_PARTS[kind], part_where), part_where))
+        elif kind in _PLACEHOLDERS:
+            out.append((_PLACEHOLDERS[kind], part_where))
+        else:
+            raise reader.error(child(part_where, "type"), f"unknown content part type {kind!r}")
+    return out
+
+
+def dump(session: ImportedSession) -> dict[str, Any]:
+    """The session as a Responses request object (error statuses are lost: the format has none)."""
+    items: list[dict[str, Any]] = []
+    for message in session.messages:
+        for block in message.blocks:
+            if isinstance(block, Text):
+                part = "input_text" if message.role == "user" else "output_text"
+                items.append({"type": "message", "role": message.role,
+                              "content": [{"type": part, "text": block.text}]})
+            elif isinstance(block, ToolUse):
+                items.append({"type": "function_call", "call_id": block.id, "name": block.name,
+                              "arguments": arguments_text(block.input)})
+            elif isinstance(block, ToolResult):
+                items.append({"type": "function_call_output", "call_id": block.tool_use_id,
+                              "output": block.content})
+    doc: dict[str, Any] = {"id": session.session_id}
+    if session.model is not None:
+        doc["model"] = session.model
+    if session.system:
+        doc["instructions"] = session.system
+    if session.tools:
+        doc["tools"] = [{"type": "function", "name": n} for n in session.tools]
+    doc["input"] = items
+    return doc

@@ -1,0 +1,151 @@
+"""OpenHands software-agent-sdk conversation directories: ``base_state.json`` and ``events/event-<n>-<id>.json``.
+
+Follows the SDK's persistence (``openhands/sdk/conversation/persistence_const.py``: files named
+``event-{idx:05d}-{event_id}.json``, ordered by ``idx``, which must run 0, 1, 2, ... without a gap) and its
+event models (``openhands/sdk/event/``, https://github.com/OpenHands/software-agent-sdk), each event a JSON
+object tagged by ``kind``:
+
+- ``SystemPromptEvent``: ``system_prompt.text`` (and ``dynamic_context.text``) form the system prompt; its
+  ``tools`` give the tool names (``title``, else ``name``).
+- ``MessageEvent``: ``llm_message`` ``{role, content: [TextContent | ImageContent]}`` plus
+  ``extended_content``; images become placeholders.
+- ``ActionEvent``: ``thought`` (assistant text) and ``tool_call`` ``{id, name, arguments}`` (a JSON string)
+  become a ToolUse with ``tool_call_id``; the actions of one LLM response (parallel calls) are consecutive
+  events and merge into one assistant message.
+- ``ObservationEvent``: ``observation.content`` answers ``tool_call_id``; ``observation.is_error`` gives
+  status ``error``. ``AgentErrorEvent`` (``error``) and ``UserRejectObservation`` (``rejection_reason``)
+  answer a call with status ``error``.
+
+Every other event kind is not conversation content and is skipped: ``Condensation``,
+``CondensationRequest`` and ``CondensationSummaryEvent`` (the agent's own context management: the import
+keeps the full history), ``ConversationStateUpdateEvent``, ``PauseEvent``, ``InterruptEvent``,
+``TokenEvent``, ``StreamingDeltaEvent``, ``LLMCompletionLogEvent``, ``HookExecutionEvent``,
+``ACPToolCallEvent`` and kinds added by later SDK versions. The conversation id and the model come from
+``base_state.json`` (``id``, ``agent.llm.model``) when it is there.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.core.messages import Role
+from harness.run.traces.normal import (
+    IMAGE_PLACEHOLDER,
+    ImportedSession,
+    JsonReader,
+    TraceError,
+    TranscriptBuilder,
+    child,
+    parse_arguments,
+    type_name,
+)
+from harness.run.traces.reading import read_json
+
+FORMAT = "openhands"
+_EVENT_FILE = re.compile(r"^event-(\d{5,})-([0-9a-fA-F\-]{8,})\.json$")
+
+
+def is_session_dir(path: Path) -> bool:
+    """An OpenHands conversation directory (``events/`` inside)."""
+    return (path / "events").is_dir()
+
+
+def load(path: Path) -> list[ImportedSession]:
+    """The one session of an OpenHands conversation directory."""
+    events_dir = path / "events"
+    if not events_dir.is_dir():
+        raise TraceError(str(path), "directory", "no events/ directory (not an OpenHands conversation)")
+    session_id, model = _base_state(path)
+    numbered = sorted((int(m.group(1)), p) for p in events_dir.iterdir()
+                      if (m := _EVENT_FILE.match(p.name)) is not None)
+    builder = TranscriptBuilder(str(events_dir), "directory")
+    tools: list[str] = []
+    for expected, (number, file) in enumerate(numbered):
+        if number != expected:
+            raise TraceError(str(file), "$", f"event {expected} is missing (the event numbers must run "
+                             f"0, 1, 2, ... without a gap; this file is number {number})")
+        _event(builder, file, tools)
+    return [ImportedSession(source=str(path), session_id=session_id or path.name, format=FORMAT,
+                            system=builder.system_prompt, messages=builder.build(), model=model,
+                            tools=tuple(tools))]
+
+
+def _base_state(path: Path) -> tuple[str | None, str | None]:
+    state_file = path / "base_state.json"
+    if not state_file.is_file():
+        return None, None
+    state = read_json(state_file)
+    if not isinstance(state, dict):
+        raise TraceError(str(state_file), "$", f"expected an object, got {type_name(state)}")
+    session_id = state.get("id") if isinstance(state.get("id"), str) else None
+    agent = state.get("agent")
+    llm = agent.get("llm") if isinstance(agent, dict) else None
+    model = llm.get("model") if isinstance(llm, dict) and isinstance(llm.get("model"), str) else None
+    return session_id, model
+
+
+def _event(builder: TranscriptBuilder, file: Path, tools: list[str]) -> None:
+    reader = JsonReader(str(file))
+    event = reader.obj(read_json(file), "$", "an event object")
+    kind = reader.req_str(event, "kind", "$")
+    source = reader.source
+    if kind == "SystemPromptEvent":
+        for key in ("system_prompt", "dynamic_context"):
+            if event.get(key) is not None:
+                builder.system(reader.req_str(reader.obj(event[key], child("$", key)), "text", child("$", key)))
+        for i, tool_value in enumerate(reader.arr(event.get("tools", []), "$.tools")):
+            tool = reader.obj(tool_value, child("$.tools", i), "a tool object")
+            name = tool.get("title") or tool.get("name")
+            if isinstance(name, str):
+                tools.append(name)
+    elif kind == "MessageEvent":
+        message = reader.obj(reader.required(event, "llm_message", "$"), "$.llm_message")
+        role = reader.req_str(message, "role", "$.llm_message")
+        texts = _content(reader, message.get("content", []), "$.llm_message.content")
+        texts += _content(reader, event.get("extended_content", []), "$.extended_content")
+        if role == "system":
+            builder.system("\n".join(t for t, _ in texts))
+            return
+        if role not in ("user", "assistant"):
+            raise reader.error("$.llm_message.role", f"unexpected role {role!r} in a MessageEvent")
+        typed_role: Role = "user" if role == "user" else "assistant"
+        for text, where in texts:
+            builder.text(typed_role, text, source, where)
+    elif kind == "ActionEvent":
+        for text, where in _content(reader, event.get("thought", []), "$.thought"):
+            builder.text("assistant", text, source, where)
+        call = reader.obj(reader.required(event, "tool_call", "$"), "$.tool_call")
+        name = reader.opt_str(call, "name", "$.tool_call") or reader.req_str(event, "tool_name", "$")
+        builder.tool_use(reader.req_str(event, "tool_call_id", "$"), name,
+                         parse_arguments(call.get("arguments", "{}")), source, "$.tool_call")
+    elif kind == "ObservationEvent":
+        observation = reader.obj(reader.required(event, "observation", "$"), "$.observation")
+        texts = _content(reader, observation.get("content", []), "$.observation.content")
+        texts += _content(reader, event.get("extended_content", []), "$.extended_content")
+        is_error = observation.get("is_error", False) is True
+        builder.tool_result(reader.req_str(event, "tool_call_id", "$"), "error" if is_error else "success",
+                            "\n".join(t for t, _ in texts), source, "$")
+    elif kind == "AgentErrorEvent":
+        builder.tool_result(reader.req_str(event, "tool_call_id", "$"), "error", reader.req_str(event, "error", "$"),
+                            source, "$")
+    elif kind == "UserRejectObservation":
+        reason = reader.opt_str(event, "rejection_reason", "$") or "User rejected the action"
+        builder.tool_result(reader.req_str(event, "tool_call_id", "$"), "error", f"Action rejected: {reason}",
+                            source, "$")
+
+
+def _content(reader: JsonReader, value: Any, where: str) -> list[tuple[str, str]]:
+    out = []
+    for i, part_value in enumerate(reader.arr(value, where)):
+        part_where = child(where, i)
+        part = reader.obj(part_value, part_where, "a content object")
+        kind = reader.req_str(part, "type", part_where)
+        if kind == "text":
+            out.append((reader.req_str(part, "text", part_where), part_where))
+        elif kind == "image":
+            out.append((IMAGE_PLACEHOLDER, part_where))
+        else:
+            raise reader.error(child(part_where, "type"), f"unknown content type {kind!r}")
+    return out
