@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from reports import stats
-from reports.inputs import NUMBER, STATS_COLUMNS, ReportInputError, open_run_dir
+from reports.inputs import NUMBER, STATS_COLUMNS, ReportInputError, open_run_dir, simulated_run
 from reports.stats import METRICS, Metric
 from reports.tables import format_diff, format_interval, format_value, is_share
 
@@ -397,7 +397,7 @@ def compare(run_a: str | Path, run_b: str | Path, metrics: Sequence[str] | None 
     thresholds = tuple(t if isinstance(t, Threshold) else parse_threshold(t) for t in fail_on)
     chosen = parse_metrics(metrics)
     chosen += [t.metric for t in thresholds if t.metric not in chosen]
-    open_a, open_b = open_run_dir(run_a), open_run_dir(run_b)
+    open_a, open_b = (simulated_run(open_run_dir(r), "compare") for r in (run_a, run_b))
     path_a, path_b = open_a.path, open_b.path
     sessions_a, sessions_b = open_a.sessions(COMPARE_COLUMNS), open_b.sessions(COMPARE_COLUMNS)
     names_a, names_b = set(map(str, sessions_a["strategy"])), set(map(str, sessions_b["strategy"]))

@@ -27,7 +27,7 @@ import pandas as pd
 
 from harness.core.rundir import CONFIG_FILE, EVENTS_TABLE, SESSIONS_TABLE
 from reports.explorer_assets import SCRIPT, STYLE
-from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, open_run_dir, read_table
+from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, open_run_dir, read_table, simulated_run
 from reports.markup import escape
 from reports.outputs import write_files
 
@@ -95,7 +95,7 @@ def load(run_dir: str | Path) -> ExplorerData:
     """Everything the page shows of ``run_dir``, read through the report's checks; a ReportInputError
     naming the file for a directory that is not a finished run, a damaged table, or an event log that
     the run's config keeps but that is missing."""
-    run = open_run_dir(run_dir)
+    run = simulated_run(open_run_dir(run_dir), "the session explorer")
     sessions = read_table(run.path / SESSIONS_TABLE, _REQUIRED_SESSION)
     shown = [c for c, _, _ in SESSION_COLUMNS if c in sessions.columns]
     sessions = sessions[shown].sort_values(KEY, kind="stable").reset_index(drop=True)

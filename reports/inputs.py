@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from harness.core.rundir import (
+    ACCOUNTING_MODE,
     CALLS_TABLE,
     CONFIG_FILE,
     MANIFEST_FILE,
@@ -47,6 +48,7 @@ __all__ = [
     "open_run_dir",
     "read_manifest",
     "read_table",
+    "simulated_run",
 ]
 
 #: The formats a report (and a sweep page) is written in.
@@ -233,6 +235,16 @@ class OpenRun:
             raise ReportInputError(f"{path}: cannot be read ({_one_line(error.strerror or error)})") from None
         except UnicodeDecodeError as error:
             raise ReportInputError(f"{path}: not UTF-8 text (byte {error.start})") from None
+
+
+def simulated_run(run: OpenRun, what: str) -> OpenRun:
+    """``run`` when it is a simulated run; a ReportInputError naming ``what`` for an accounting run
+    (``ctxbench replay``), whose tables hold no behavioural columns to compare or explore."""
+    if run.manifest.mode == ACCOUNTING_MODE:
+        raise ReportInputError(f"{run.path}: an accounting run of recorded sessions (ctxbench replay) has no "
+                               f"simulated sessions for {what}; its report compares the strategies "
+                               f"(ctxbench report {run.path})")
+    return run
 
 
 def open_run_dir(run_dir: str | Path) -> OpenRun:

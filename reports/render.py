@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.core.rundir import PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
+from harness.core.rundir import ACCOUNTING_MODE, PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
 from reports import stats
 from reports.decision import (
     CostContrast,
@@ -846,6 +846,10 @@ def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, basel
     directory as it was. ``log`` hears each stage as it starts."""
     chosen = check_formats(formats)
     run = open_run_dir(run_dir)
+    if run.manifest.mode == ACCOUNTING_MODE:
+        from reports.accounting import write_accounting_report
+
+        return write_accounting_report(run, chosen)
     # The outputs in the way are found before the work, not after the bootstrap and the plots.
     pages_asked = {"html": REPORT_HTML, "md": REPORT_MD}
     from reports.plots import PLOT_NAMES  # loads matplotlib, as the drawing does anyway

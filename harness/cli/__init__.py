@@ -21,7 +21,21 @@ from contextlib import contextmanager
 from types import FrameType
 
 import harness
-from harness.cli import bench, compare, listing, merge, report, run, scenario, sweep, validate, validation, view
+from harness.cli import (
+    bench,
+    compare,
+    fit,
+    listing,
+    merge,
+    replay,
+    report,
+    run,
+    scenario,
+    sweep,
+    validate,
+    validation,
+    view,
+)
 from harness.cli.errors import (
     BUG_EXIT,
     USAGE_EXIT,
@@ -35,7 +49,7 @@ from harness.cli.errors import (
 __all__ = ["UsageError", "build_parser", "main"]
 
 #: The subcommand modules in workflow order, the order `ctxbench --help` lists them in.
-COMMANDS = (run, sweep, report, view, compare, validate, merge, listing, scenario, validation, bench)
+COMMANDS = (run, sweep, report, view, compare, validate, merge, replay, fit, listing, scenario, validation, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,9 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.core.files import write_atomically
 
 __all__ = [
+    "ACCOUNTING_MODE",
     "CALLS_TABLE",
     "CONFIG_FILE",
     "EVENTS_TABLE",
+    "HIDDEN_TABLE",
     "MANIFEST_FILE",
     "PARTS_DIR",
     "PLOTS_DIR",
@@ -44,6 +46,10 @@ CALLS_TABLE = "calls.parquet"
 #: The per-turn event log: one row per event (a call's context, a tool result, a compaction, a lost fact);
 #: absent when the run was made with ``events = false``.
 EVENTS_TABLE = "events.parquet"
+#: ``manifest.json``'s ``mode`` for recorded sessions replayed by ``ctxbench replay`` (a simulated run has none).
+ACCOUNTING_MODE = "accounting"
+#: An accounting run's tool outputs that a strategy hid from some call (``ctxbench replay``).
+HIDDEN_TABLE = "hidden.parquet"
 #: The append-only resume log: one ``<batch id>.jsonl`` per finished batch.
 PARTS_DIR = "parts"
 REPORT_HTML = "report.html"
@@ -86,6 +92,9 @@ class Manifest(BaseModel):
     #: How many batches of the plan the tables hold (all of the run's, or of its shard, unless a
     #: ``--partial`` merge): with the checksums, what tells a finished run once its parts are removed.
     batches: int | None = None
+    #: ``"accounting"`` for recorded sessions replayed by ``ctxbench replay`` (exact token accounting, no
+    #: behavioural metrics); absent for a simulated run.
+    mode: str | None = None
 
     @property
     def model_name(self) -> str | None:
@@ -101,8 +110,9 @@ class Manifest(BaseModel):
     def to_json(self) -> str:
         """The file's text: sorted keys, two-space indent, a final newline; unset optional keys left out."""
         data = self.model_dump(mode="json", exclude_none=False)
-        if self.merged_from is None:
-            data.pop("merged_from")
+        for optional in ("merged_from", "mode"):
+            if data[optional] is None:
+                data.pop(optional)
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     def write(self, run_dir: Path) -> None:

@@ -23,6 +23,7 @@ Sources a case can copy (``Op("copy", dst, src)``): ``good`` (a finished run of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 USAGE = "usage"
 OK = "ok"
@@ -31,7 +32,7 @@ REFUSE_OR_IDENTICAL = "refuse_or_identical"
 EXPECTATIONS = (USAGE, OK, OK_OR_USAGE, REFUSE_OR_IDENTICAL)
 
 FAMILIES = ("files", "toml", "top", "scenarios", "strategies", "model", "sweep", "cli", "report", "compare", "merge",
-            "resume", "validation")
+            "resume", "validation", "traces")
 
 
 @dataclass(frozen=True)
@@ -791,3 +792,55 @@ VALIDATION: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[Op, ...]]] =
 for _name, (_flags, _must, _setup) in VALIDATION.items():
     _out = "afile" if _name == "out-is-a-file" else "vout"
     add(Case(f"validation-{_name}", "validation", (*VAL, *_flags), (*VAL_SETUP, *_setup), USAGE, _must, out=_out))
+
+
+# traces: ctxbench replay and ctxbench fit over every broken trace of tests/data/malformed_traces ------------------
+
+MALFORMED_TRACES = Path(__file__).resolve().parents[1] / "data" / "malformed_traces"
+GOOD_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "anthropic" / "incident_triage.json"
+
+
+def trace_ops(source: Path) -> tuple[Op, ...]:
+    """Writes that recreate a trace file or session directory of the samples under the case's directory."""
+    if source.is_file():
+        return (write(source.name, source.read_bytes()),)
+    return tuple(write(f"{source.name}/{p.relative_to(source)}", p.read_bytes())
+                 for p in sorted(source.rglob("*")) if p.is_file())
+
+
+for _source in sorted(MALFORMED_TRACES.iterdir()):
+    _ops = trace_ops(_source)
+    add(Case(f"traces-replay-{_source.name}", "traces", ("replay", _source.name, "--out", "out", "--quiet"), _ops,
+             USAGE, (_source.name,), out="out"))
+    add(Case(f"traces-replay-with-a-good-one-{_source.name}", "traces",
+             ("replay", GOOD_TRACE.name, _source.name, "--out", "out", "--quiet"),
+             (*_ops, *trace_ops(GOOD_TRACE)), USAGE, (_source.name,), out="out"))
+for _source in sorted(MALFORMED_TRACES.iterdir())[:6]:
+    add(Case(f"traces-fit-{_source.name}", "traces", ("fit", _source.name, "--out", "w.toml", "--quiet"),
+             trace_ops(_source), USAGE, (_source.name,), out="w.toml"))
+_GOOD_OPS = trace_ops(GOOD_TRACE)
+_T = GOOD_TRACE.name
+add(
+    Case("traces-replay-missing-file", "traces", ("replay", "nope.json", "--out", "out"), (), USAGE, ("nope.json",),
+         out="out"),
+    Case("traces-replay-empty-dir", "traces", ("replay", "empty", "--out", "out"), (Op("mkdir", "empty"),), USAGE,
+         ("empty",), out="out"),
+    Case("traces-replay-format-unknown", "traces", ("replay", _T, "--format", "yaml", "--out", "out"), _GOOD_OPS,
+         USAGE, ("--format", "yaml"), out="out"),
+    Case("traces-replay-format-wrong", "traces", ("replay", _T, "--format", "openai-chat", "--out", "out"),
+         _GOOD_OPS, USAGE, (_T,), out="out"),
+    Case("traces-replay-strategy-unknown", "traces", ("replay", _T, "--strategies", "nope", "--out", "out"),
+         _GOOD_OPS, USAGE, ("nope",), out="out"),
+    Case("traces-replay-model-unknown", "traces", ("replay", _T, "--model", "nope", "--out", "out"), _GOOD_OPS,
+         USAGE, ("nope",), out="out"),
+    Case("traces-replay-config-broken", "traces", ("replay", _T, "--config", "c.toml", "--out", "out"),
+         (*_GOOD_OPS, write("c.toml", 'sessions = "x\n')), USAGE, ("c.toml",), out="out"),
+    Case("traces-replay-out-not-empty", "traces", ("replay", _T, "--out", "out"),
+         (*_GOOD_OPS, write("out/keep.txt", "keep me\n")), USAGE, ("out",), damaged="out"),
+    Case("traces-replay-out-a-file", "traces", ("replay", _T, "--out", "out"), (*_GOOD_OPS, write("out", "x\n")),
+         USAGE, ("out",), damaged="out"),
+    Case("traces-replay-good", "traces", ("replay", _T, "--out", "out", "--quiet"), _GOOD_OPS, OK,
+         produces=("out/report.html", "out/report.md", "out/sessions.parquet", "out/hidden.parquet")),
+    Case("traces-fit-out-exists", "traces", ("fit", _T, "--out", "w.toml"), (*_GOOD_OPS, write("w.toml", "x = 1\n")),
+         USAGE, ("w.toml",), damaged="w.toml"),
+)

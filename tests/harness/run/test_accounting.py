@@ -1,0 +1,82 @@
+"""Accounting runs (harness.run.accounting) over the sample traces of every format: the unbounded strategy's
+accounting equals the tokens of the transcripts as imported, the tables are the same on every run, and the
+run directory is an ordinary one the report reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.core.rundir import ACCOUNTING_MODE, CALLS_TABLE, HIDDEN_TABLE, SESSIONS_TABLE, Manifest, verify_tables
+from harness.run.accounting import AccountingError, replay_entries, replay_traces
+from harness.run.config import config_from_data
+from harness.run.traces import FORMATS, load_traces
+from harness.sim.profiles import profile
+
+TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
+
+
+@pytest.fixture(scope="module")
+def sessions() -> list:  # type: ignore[type-arg]
+    return load_traces(sorted(TRACES.iterdir()))
+
+
+def test_the_samples_cover_every_format(sessions: list) -> None:  # type: ignore[type-arg]
+    assert {s.format for s in sessions} == set(FORMATS)
+
+
+def test_unbounded_accounting_equals_the_transcripts_tokens(sessions: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    config = config_from_data({"strategies": [{"name": "unbounded"}, {"name": "sliding_window", "window_size": 4}]})
+    replay_traces(sessions, config, tmp_path / "run", quiet=True)
+    rows = pd.read_parquet(tmp_path / "run" / SESSIONS_TABLE)
+    calls = pd.read_parquet(tmp_path / "run" / CALLS_TABLE)
+    window = profile("frontier").window_tokens
+    for index, session in enumerate(sessions):
+        messages = session.messages
+        system = messages[0].meter.tokenizer.count(session.system) if session.system else 0
+        calls_at = [i for i, m in enumerate(messages) if m.role == "assistant"]
+        expected = [system + sum(m.tokens for m in messages[:i]) for i in calls_at]
+        assert max(expected) < window  # every sample fits the frontier window whole
+        got = calls[(calls["strategy"] == "unbounded") & (calls["session_index"] == index)]
+        assert got["input_tokens"].tolist() == expected, session.source
+        row = rows[(rows["strategy"] == "unbounded") & (rows["session_index"] == index)].iloc[0]
+        assert row["input_tokens"] == sum(expected)
+        assert row["output_tokens"] == sum(m.tokens - 4 for m in messages if m.role == "assistant")
+        assert row["trace"] == session.source and row["format"] == session.format
+        assert row["hidden_outputs"] == 0 and row["calls_not_sent"] == 0
+    slid = rows[rows["strategy"] == "sliding_window"]
+    assert (slid["input_tokens"].to_numpy() <= rows[rows["strategy"] == "unbounded"]["input_tokens"].to_numpy()).all()
+    assert slid["hidden_outputs"].sum() > 0
+
+
+def test_the_run_directory_is_verified_and_the_same_every_time(sessions: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    config = config_from_data({"strategies": [{"name": "unbounded"}, {"name": "observation_masking"}]})
+    for name in ("a", "b"):
+        replay_traces(sessions, config, tmp_path / name, quiet=True)
+    manifest = Manifest.read(tmp_path / "a")
+    assert manifest.mode == ACCOUNTING_MODE
+    verify_tables(tmp_path / "a", manifest)
+    for table in (SESSIONS_TABLE, CALLS_TABLE, HIDDEN_TABLE):
+        assert (tmp_path / "a" / table).read_bytes() == (tmp_path / "b" / table).read_bytes()
+    assert manifest.sha256 == Manifest.read(tmp_path / "b").sha256
+
+
+def test_an_existing_directory_is_refused_and_left_as_it_was(sessions: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "keep.txt").write_text("keep me\n")
+    config = config_from_data({"strategies": [{"name": "unbounded"}]})
+    with pytest.raises(AccountingError, match="already exists"):
+        replay_traces(sessions[:1], config, out, quiet=True)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_the_default_strategies_are_every_registered_one_that_can_be_made() -> None:
+    import strategies
+
+    names = [e["name"] for e in replay_entries()]
+    assert set(names) <= set(strategies.names())
+    assert {"unbounded", "sliding_window", "clear_tool_uses", "adk_compaction", "langchain_summarization",
+            "pipeline"} <= set(names)
