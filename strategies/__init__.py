@@ -15,6 +15,7 @@ from strategies import (  # noqa: F401  importing registers the built-in strateg
     openai_sessions,
     pipeline,
     sliding_window,
+    strands_bridge,
     strands_context_offloader,
     summarize,
     truncate_then_slide,

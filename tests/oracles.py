@@ -24,6 +24,7 @@ BUILTIN_STRATEGIES = [
     "pipeline",
     "sliding_window",
     "strands_context_offloader",
+    "strands_manager",
     "summarize",
     "truncate_then_slide",
     "unbounded",

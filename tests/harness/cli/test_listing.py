@@ -18,7 +18,7 @@ def test_list_strategies_prints_each_one_line_with_its_source_research_set_first
     assert result.returncode == 0
     lines = result.stdout.strip().splitlines()
     research, sdk = strategies.default_names(), [n for n in strategies.names() if strategies.get(n).sdk]
-    assert len(research) == 10 and len(sdk) == 9
+    assert len(research) == 10 and len(sdk) == 10  # the nine SDK managers and the strands bridge
     assert [line.split()[0] for line in lines] == research + sdk
     assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
     for line in lines:
