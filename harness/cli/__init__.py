@@ -24,6 +24,7 @@ import harness
 from harness.cli import (
     bench,
     compare,
+    export_otel,
     fit,
     listing,
     merge,
@@ -49,7 +50,8 @@ from harness.cli.errors import (
 __all__ = ["UsageError", "build_parser", "main"]
 
 #: The subcommand modules in workflow order, the order `ctxbench --help` lists them in.
-COMMANDS = (run, sweep, report, view, compare, validate, merge, replay, fit, listing, scenario, validation, bench)
+COMMANDS = (run, sweep, report, view, export_otel, compare, validate, merge, replay, fit, listing, scenario, validation,
+            bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

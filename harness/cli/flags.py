@@ -37,6 +37,9 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no header line")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-report", action="store_true", help="do not write report.html / report.md at the end")
+    parser.add_argument("--otel", choices=["file", "otlp"],
+                        help="export the run as OpenTelemetry traces once its tables are written: file "
+                             "(RUN_DIR/traces.otlp.jsonl) or otlp (OTLP/HTTP, set by OTEL_EXPORTER_OTLP_* variables)")
 
 
 def names(text: str | None, flag: str) -> list[str] | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.errors import UsageError
+from harness.cli.export_otel import check_exporter_config, export_run
 from harness.cli.flags import Subparsers, add_run_flags, load_run_config, shard
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -
     out = Path(args.out) if args.out else Path("runs") / default_name
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: {out} exists and is not a directory")
+    # An exporter that cannot be configured stops the command here, before any session replays.
+    otel = check_exporter_config(args.otel, run_dir=out) if getattr(args, "otel", None) else None
     summary = run(config, out, resume=not args.no_resume, shard=shard_k_n, quiet=args.quiet, notify=print_note)
     if not args.quiet and not args.json:
         total = len(summary.sessions)
@@ -52,11 +55,14 @@ def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -
     print_summary(summary, args.json)
     if not args.no_report:
         write_run_report(summary, quiet=args.quiet)
+    otel_exit = 0
+    if otel is not None and not summary.sessions.empty:
+        otel_exit = export_run(summary.out_dir, otel, quiet=args.quiet, summary_to=sys.stderr if args.json else None)
     if summary.errors:
         print(f"ctxbench: {summary.errors} sessions failed with outcome 'error' (see the error column)",
               file=sys.stderr)
         return 1
-    return 0
+    return otel_exit
 
 
 def print_note(line: str) -> None:

@@ -1,0 +1,103 @@
+"""``ctxbench export-otel``: a finished run as OpenTelemetry traces, one per session, written as OTLP/JSON
+lines or sent to an OTLP/HTTP receiver (`harness.run.otel.export_run`); and the two steps of
+``ctxbench run --otel``: the exporter checked before any session replays, the run exported once its
+tables are written.
+
+Exit codes: 0 every span exported; 1 some batch failed (the summary line says how many); 2 the exporter
+cannot be configured or the directory is not a finished run (one line naming the variable or path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from harness.cli.errors import BUG_EXIT, UsageError
+from harness.cli.flags import Subparsers
+
+if TYPE_CHECKING:
+    from harness.run.otel import ExporterConfig
+
+#: The exporters ``--to`` (and ``run --otel``) accept; `harness.run.otel.EXPORTERS`, repeated here so that
+#: ``ctxbench --help`` does not import the library.
+EXPORTERS = ("file", "otlp")
+#: The file ``--to file`` writes in the run directory when ``--out`` is not given
+#: (`harness.run.otel.DEFAULT_TRACE_FILE`).
+DEFAULT_TRACE_FILE = "traces.otlp.jsonl"
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare ``ctxbench export-otel``."""
+    export = subparsers.add_parser(
+        "export-otel", help="export a run's sessions as OpenTelemetry traces (OTLP/JSON file or OTLP/HTTP)",
+        description="One trace per session, GenAI semantic conventions, on the simulated clock. --to otlp is "
+                    "configured only by the standard variables OTEL_EXPORTER_OTLP_ENDPOINT / "
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, _HEADERS, _TIMEOUT (seconds), _COMPRESSION; "
+                    "the protocol is http/protobuf.")
+    export.add_argument("run_dir")
+    export.add_argument("--to", choices=EXPORTERS, default="file",
+                        help=f"file: OTLP/JSON lines (default, RUN_DIR/{DEFAULT_TRACE_FILE}); otlp: OTLP/HTTP")
+    export.add_argument("--out", help=f"with --to file: where to write (default: RUN_DIR/{DEFAULT_TRACE_FILE})")
+    export.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    export.set_defaults(func=handle)
+
+
+def check_exporter_config(to: str, *, out: str | Path | None = None, run_dir: str | Path) -> ExporterConfig:
+    """The exporter of ``--to`` / ``run --otel`` checked before anything runs; UsageError (one line naming
+    the variable or path, exit 2) when it cannot be configured. ``out`` is the file of ``--to file``
+    (default: ``run_dir/traces.otlp.jsonl``, whose directory the run may still have to make)."""
+    from harness.run.otel import OtelConfigError
+    from harness.run.otel import check_exporter_config as check
+
+    if to != "file" and out is not None:
+        raise UsageError(f"--out is for --to file (the {to} exporter is configured by OTEL_EXPORTER_OTLP_* "
+                         "variables)")
+    path = Path(out) if out is not None else Path(run_dir) / DEFAULT_TRACE_FILE
+    try:
+        return check(to, path=path if to == "file" else None, parent_made_later=out is None)
+    except OtelConfigError as e:
+        raise UsageError(f"otel: {e}") from None
+
+
+def export_run(run_dir: str | Path, config: ExporterConfig, *, quiet: bool = False,
+               summary_to: TextIO | None = None) -> int:
+    """Export the finished run in ``run_dir`` with the checked ``config``, progress on stderr (unless
+    ``quiet``) and the summary line on ``summary_to`` (stdout by default; stderr when stdout is for
+    ``--json``); the exit code: 0, or 1 when some span was not exported (said on stderr too). UsageError
+    when the directory is not a finished run."""
+    from harness.run.otel import OtelConfigError, OtelInputError
+    from harness.run.otel import export_run as export
+    from harness.run.runner import Progress
+
+    bar: Progress | None = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(total, enabled=not quiet, what="sessions exported")
+        bar.advance(1)
+
+    try:
+        summary = export(run_dir, config, progress=advance)
+    except (OtelConfigError, OtelInputError) as e:
+        raise UsageError(f"export-otel: {e}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"ctxbench export-otel: {summary.line()}", file=summary_to or sys.stdout)
+    if not summary.ok:
+        print(f"ctxbench: export-otel: {summary.spans_failed} of {summary.spans} spans were not exported "
+              f"({summary.batches_failed} of {summary.batches} batches failed)", file=sys.stderr)
+        return BUG_EXIT
+    return 0
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Check the exporter, then export the run; the exit code."""
+    run_dir = Path(args.run_dir)
+    config = check_exporter_config(args.to, out=args.out, run_dir=run_dir)
+    if not run_dir.is_dir():  # before the file's directory is taken for granted below
+        raise UsageError(f"export-otel: {run_dir}: {'not a directory' if run_dir.exists() else 'no such directory'}")
+    return export_run(run_dir, config, quiet=args.quiet)
