@@ -362,6 +362,7 @@ def tokenization_floor(config: RunConfig, sessions: int, *, repeats: int = 3) ->
 LINEARITY_PARAMS: dict[str, dict[str, Any]] = {
     "sliding_window": {"pin_first": 1},
     "truncate_then_slide": {"pin_first": 1},
+    "strands_manager": {"options": {"pin_first": 1}},
     "offload_contracts": {"token_budget": 10**9},
     "pipeline": {"stages": [{"name": "offload_contracts", "params": {"token_budget": 10**9}},
                             {"name": "sliding_window", "params": {"pin_first": 1}}]},

@@ -48,7 +48,7 @@ from hypothesis import strategies as st  # noqa: E402
 from harness.core.context import Context  # noqa: E402
 from harness.core.messages import Message, ResultStatus, Text, ToolResult, ToolUse  # noqa: E402
 from strategies.adk_compaction import AdkCompaction, estimate_chars, request_json_chars  # noqa: E402
-from tests.properties.histories import (  # noqa: E402
+from strategies.testing import (  # noqa: E402
     FINALS,
     FOLLOWUPS,
     SIZES,

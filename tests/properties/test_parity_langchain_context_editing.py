@@ -54,7 +54,7 @@ from strategies.clear_tool_uses import (
     approximate_tokens,
     call_names_of,
 )
-from tests.properties.histories import TOOL_NAMES, histories
+from strategies.testing import TOOL_NAMES, histories
 
 # Converters ----------------------------------------------------------------------------------------
 

@@ -43,9 +43,14 @@ from strategies.langchain_summarization import (  # noqa: E402
     LangchainSummarizationParams,
     lc_units,
 )
-from tests.fakes import FakeSummarizer  # noqa: E402
+from strategies.testing import (  # noqa: E402
+    FakeSummarizer,
+    Ids,
+    brief,
+    histories,
+    new_messages,
+)
 from tests.properties.converse_histories import well_formed_histories  # noqa: E402
-from tests.properties.histories import Ids, brief, histories, new_messages  # noqa: E402
 
 # Converters ----------------------------------------------------------------------------------------
 

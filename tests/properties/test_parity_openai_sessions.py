@@ -61,9 +61,16 @@ from strategies.openai_sessions import (  # noqa: E402
     current_run_start,
     item_count,
 )
-from tests.fakes import FakeSummarizer  # noqa: E402
+from strategies.testing import (  # noqa: E402
+    FINALS,
+    FOLLOWUPS,
+    FakeSummarizer,
+    Ids,
+    brief,
+    histories,
+    tool_turn,
+)
 from tests.properties.converse_histories import well_formed_histories  # noqa: E402
-from tests.properties.histories import FINALS, FOLLOWUPS, Ids, brief, histories, tool_turn  # noqa: E402
 
 #: A Responses item: a dict here (the SDK's types are TypedDicts of many shapes).
 Item = Any

@@ -1,11 +1,11 @@
 """Differential tests against strands-agents 1.62.0's conversation managers (strategies.md 5).
 
 Both sides get the same Converse input. strands runs offline through the light driver: a stand-in
-agent ``SimpleNamespace(messages=..., aux_model=FakeAux())`` and a fresh manager per example. Ours
-runs on ``Context.from_messages`` with a summarizer returning ``Text("SUMMARY")``. The message lists
-are compared as ``strip(to_converse(m))`` against ``strip(d)`` (without ``metadata`` and
-``tracking_id``); the pin flags are compared on their own, and ``removed_count`` against
-``removed_message_count``.
+agent ``StandInAgent(messages=..., aux_model=FakeAux())`` (from strategies.strands_bridge, like the other
+shared driver pieces) and a fresh manager per example. Ours runs on ``Context.from_messages`` with a
+summarizer returning ``Text("SUMMARY")``. The message lists are compared as ``strip(to_converse(m))``
+against ``strip(d)`` (without ``metadata`` and ``tracking_id``); the pin flags are compared on their
+own, and ``removed_count`` against ``removed_message_count``.
 
 Outcome map: strands succeeds with fewer tokens <=> we succeed with the same list and counter;
 strands raises, returns unchanged, or returns a list that is not smaller <=> we raise CannotReduce
@@ -50,7 +50,15 @@ from harness.core.context import Context  # noqa: E402
 from harness.core.messages import Message, from_converse, to_converse  # noqa: E402
 from strategies import split  # noqa: E402
 from strategies.base import CannotReduce, ContextStrategy  # noqa: E402
-from tests.fakes import FakeSummarizer  # noqa: E402
+from strategies.strands_bridge import (  # noqa: E402
+    StandInAgent,
+    TextReplyModel,
+    reduce_until_smaller,
+)
+from strategies.strands_bridge import converse_tokens as tok  # noqa: E402
+from strategies.strands_bridge import pinned_flag as flagged  # noqa: E402
+from strategies.strands_bridge import without_bookkeeping as strip  # noqa: E402
+from strategies.testing import FakeSummarizer  # noqa: E402
 from tests.properties.converse_histories import (  # noqa: E402
     Converse,
     filler,
@@ -72,34 +80,23 @@ class AuxFailed(RuntimeError):
     pass
 
 
-class FakeAux:
-    """strands' aux model: an async ``stream`` replying ``text`` (or failing), recording its input."""
+class FakeAux(TextReplyModel):
+    """strands' aux model: replies ``text`` (or fails), recording its input."""
 
     def __init__(self, text: str = "SUMMARY", fail: bool = False) -> None:
         self.text = text
         self.fail = fail
         self.calls: list[list[Converse]] = []
 
-    async def stream(self, messages: list[Converse], tool_specs: Any = None, system_prompt: Any = None, **kw: Any):
-        self.calls.append(copy.deepcopy(list(messages)))
+    def reply(self, messages: list[Converse]) -> str:
+        self.calls.append(copy.deepcopy(messages))
         if self.fail:
             raise AuxFailed("aux model failed")
-        yield {"messageStart": {"role": "assistant"}}
-        yield {"contentBlockDelta": {"delta": {"text": self.text}}}
-        yield {"contentBlockStop": {}}
-        yield {"messageStop": {"stopReason": "end_turn"}}
+        return self.text
 
 
-def strip(d: Converse) -> Converse:
-    return {k: v for k, v in d.items() if k not in ("metadata", "tracking_id")}
-
-
-def flagged(d: Converse) -> bool:
-    return ((d.get("metadata") or {}).get("custom") or {}).get("pinned") is True
-
-
-def stand_in(inp: list[Converse], aux: FakeAux | None = None) -> SimpleNamespace:
-    return SimpleNamespace(messages=copy.deepcopy(inp), aux_model=aux or FakeAux())
+def stand_in(inp: list[Converse], aux: FakeAux | None = None) -> StandInAgent:
+    return StandInAgent(messages=copy.deepcopy(inp), aux_model=aux or FakeAux())
 
 
 def ours_ctx(inp: list[Converse], summarizer: Callable[[list[Message]], Message] | None = None) -> Context:
@@ -110,7 +107,7 @@ def ours_view(ctx: Context) -> list[Converse]:
     return [strip(to_converse(m)) for m in ctx.messages]
 
 
-def theirs_view(agent: SimpleNamespace) -> list[Converse]:
+def theirs_view(agent: StandInAgent) -> list[Converse]:
     return [strip(d) for d in agent.messages]
 
 
@@ -118,11 +115,7 @@ def input_view(inp: list[Converse]) -> list[Converse]:
     return [strip(d) for d in inp]
 
 
-def tok(messages: list[Converse]) -> int:
-    return sum(from_converse(d).tokens for d in messages)
-
-
-def assert_same(ctx: Context, agent: SimpleNamespace, manager: Any) -> None:
+def assert_same(ctx: Context, agent: StandInAgent, manager: Any) -> None:
     """Same list, same pin flags, same counter."""
     assert ours_view(ctx) == theirs_view(agent)
     assert [m.pinned for m in ctx.messages] == [flagged(d) for d in agent.messages]
@@ -137,7 +130,7 @@ class Outcome:
     error: BaseException | None = None
 
 
-def run_theirs(call: Callable[[], None], agent: SimpleNamespace, before_tokens: int) -> Outcome:
+def run_theirs(call: Callable[[], None], agent: StandInAgent, before_tokens: int) -> Outcome:
     try:
         call()
     except Exception as e:
@@ -153,26 +146,16 @@ def run_ours(call: Callable[[], None]) -> Outcome:
     return Outcome("reduced")
 
 
-def strands_reactive_loop(manager: Any, agent: SimpleNamespace, before_tokens: int) -> Outcome:
+def strands_reactive_loop(manager: Any, agent: StandInAgent, before_tokens: int) -> Outcome:
     """The loop rule: repeat reduce_context(e) until tokens drop, it raises, or a call changes nothing."""
-    for _ in range(1000):
-        before = copy.deepcopy(theirs_view(agent))
-        try:
-            manager.reduce_context(agent, e=CWO(OVERFLOW))
-        except Exception as e:
-            return Outcome("raised", e)
-        if tok(agent.messages) < before_tokens:
-            return Outcome("reduced")
-        if theirs_view(agent) == before:
-            return Outcome("not_reduced")
-    raise AssertionError("strands' reactive loop did not terminate")
+    return run_theirs(lambda: reduce_until_smaller(manager, agent, CWO(OVERFLOW)), agent, before_tokens)
 
 
 def check_outcome(
     ours: Outcome,
     theirs: Outcome,
     ctx: Context,
-    agent: SimpleNamespace,
+    agent: StandInAgent,
     manager: Any,
     before_view: list[Converse],
     before_count: int,
@@ -450,7 +433,7 @@ def run_script(
     initial: list[Converse],
     pending: list[Converse],
     ops: list[str],
-    reactive: Callable[[Any, SimpleNamespace, int], Outcome],
+    reactive: Callable[[Any, StandInAgent, int], Outcome],
 ) -> None:
     """Run the same operations on one strategy and one manager, comparing after every step.
 
@@ -487,7 +470,7 @@ def run_script(
         assert_same(ctx, agent, manager)
 
 
-def strands_single_reactive(manager: Any, agent: SimpleNamespace, before_tokens: int) -> Outcome:
+def strands_single_reactive(manager: Any, agent: StandInAgent, before_tokens: int) -> Outcome:
     return run_theirs(lambda: manager.reduce_context(agent, e=CWO(OVERFLOW)), agent, before_tokens)
 
 

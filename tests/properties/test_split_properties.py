@@ -16,7 +16,7 @@ from strategies.split import (
     is_pinned,
     partition_pinned,
 )
-from tests.properties.histories import histories, malformed_lists, violations, well_formed
+from strategies.testing import histories, malformed_lists, violations, well_formed
 
 any_lists = st.one_of(histories(max_turns=6), malformed_lists())
 

@@ -17,13 +17,11 @@ from harness.core.stubs import parse_stub, render_stub
 from strategies import CannotReduce, create
 from strategies.observation_masking import PLACEHOLDER_RE, placeholder
 from strategies.split import apply_pin_first, find_tool_pair_trim_point, find_valid_trim_point, is_pinned
-from strategies.truncate_then_slide import truncatable, truncated
-from tests.fakes import FakeSummarizer
-from tests.oracles import clipped_text
-from tests.properties.histories import (
+from strategies.testing import (
     HOOKS,
     RATIOS,
     Case,
+    FakeSummarizer,
     cases,
     content,
     histories,
@@ -35,6 +33,8 @@ from tests.properties.histories import (
     setup,
     well_formed,
 )
+from strategies.truncate_then_slide import truncatable, truncated
+from tests.oracles import clipped_text
 
 SLIDERS = ["sliding_window", "truncate_then_slide"]
 

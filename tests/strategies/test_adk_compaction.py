@@ -24,8 +24,7 @@ from strategies.adk_compaction import (
     self_contained_prefix,
 )
 from strategies.base import CannotReduce
-from tests.fakes import FakeSummarizer
-from tests.properties.histories import Ids, adk_params, brief, histories, new_messages, open_uses, well_formed
+from strategies.testing import FakeSummarizer, Ids, adk_params, brief, histories, new_messages, open_uses, well_formed
 
 BIG = "\n".join(f"line {i:04d}: a long tool output line" for i in range(300))  # ~3,000 tokens
 

@@ -10,7 +10,7 @@ from harness.core.context import Context, ContextOverflow
 from harness.core.messages import Message, ToolResult, ToolUse
 from strategies import base
 from strategies.base import CannotReduce, ContextStrategy, ProactiveParams, StrategyParams, create, names, register
-from tests.fakes import FakeSummarizer, SummarizerFailed
+from strategies.testing import FakeSummarizer, SummarizerFailed
 from tests.oracles import BUILTIN_STRATEGIES
 
 ALL_NAMES = BUILTIN_STRATEGIES

@@ -17,8 +17,7 @@ from strategies import create
 from strategies.base import CannotReduce
 from strategies.claude_code_compact import CLEARED, ClaudeCodeCompact, cleared
 from strategies.split import is_pinned
-from tests.fakes import FakeSummarizer
-from tests.properties.histories import Ids, brief, histories, new_messages, open_uses, well_formed
+from strategies.testing import FakeSummarizer, Ids, brief, histories, new_messages, open_uses, well_formed
 
 OUTPUT = "\n".join(f"line {i:03d}: some tool output" for i in range(40))  # ~330 tokens
 OVERFLOW = ContextOverflow(1, 1)

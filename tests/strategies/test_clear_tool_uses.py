@@ -32,7 +32,7 @@ from strategies.clear_tool_uses import (
     _ContextEditing,
 )
 from strategies.split import is_pinned
-from tests.properties.histories import (
+from strategies.testing import (
     clear_tool_uses_params,
     histories,
     langchain_clear_tool_uses_params,

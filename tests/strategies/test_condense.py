@@ -12,7 +12,7 @@ from harness.core.messages import Message, Text, ToolResult, ToolUse
 from strategies import create
 from strategies.base import CannotReduce
 from strategies.condense import NOTICE, clip, token_tail
-from tests.fakes import FakeSummarizer, SummarizerFailed
+from strategies.testing import FakeSummarizer, SummarizerFailed
 from tests.oracles import clipped_text
 
 OVERFLOW = ContextOverflow(1, 1)

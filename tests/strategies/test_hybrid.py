@@ -11,7 +11,7 @@ from strategies import create
 from strategies.observation_masking import ObservationMasking
 from strategies.pipeline import Hybrid, Pipeline
 from strategies.summarize import Summarize
-from tests.fakes import FakeSummarizer
+from strategies.testing import FakeSummarizer
 
 
 def session(n_turns: int) -> list[Message]:

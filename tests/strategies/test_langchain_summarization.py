@@ -25,8 +25,8 @@ from strategies.langchain_summarization import (
     trim_for_summary,
 )
 from strategies.split import is_pinned
-from tests.fakes import FakeSummarizer
-from tests.properties.histories import (
+from strategies.testing import (
+    FakeSummarizer,
     Ids,
     Shown,
     brief,

@@ -27,9 +27,9 @@ from strategies.openai_sessions import (
     item_count,
 )
 from strategies.split import is_pinned
-from tests.fakes import FakeSummarizer
-from tests.properties.histories import (
+from strategies.testing import (
     FOLLOWUPS,
+    FakeSummarizer,
     Ids,
     Shown,
     brief,

@@ -44,7 +44,7 @@ from strategies.strands_bridge import (  # noqa: E402
     reply_events,
     without_bookkeeping,
 )
-from tests.fakes import FakeSummarizer  # noqa: E402
+from strategies.testing import FakeSummarizer  # noqa: E402
 from tests.properties.converse_histories import Converse, histories  # noqa: E402
 
 TURNS = 30

@@ -26,7 +26,7 @@ from strategies.strands_context_offloader import (
     source_text,
     stub_for,
 )
-from tests.properties.histories import histories, open_uses, well_formed
+from strategies.testing import histories, open_uses, well_formed
 
 NAME = "strands_context_offloader"
 FACTS = {"bad_pod": "api-7f9c-q2kx", "trace": "trc-zz91-mmp3"}

@@ -11,7 +11,7 @@ from harness.core.context import Context, ContextOverflow
 from harness.core.messages import Message, Text, ToolResult, ToolUse
 from strategies import create
 from strategies.base import CannotReduce
-from tests.fakes import FakeSummarizer, SummarizerFailed
+from strategies.testing import FakeSummarizer, SummarizerFailed
 
 OVERFLOW = ContextOverflow(1, 1)
 

@@ -9,7 +9,7 @@ from harness.core.context import Context, ContextOverflow
 from harness.core.messages import Message
 from strategies import create
 from strategies.base import CannotReduce
-from tests.fakes import FakeSummarizer
+from strategies.testing import FakeSummarizer
 
 
 def msgs() -> list[Message]:
