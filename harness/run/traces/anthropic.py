@@ -24,7 +24,7 @@ from harness.run.traces.normal import (
     structured_text,
     type_name,
 )
-from harness.run.traces.openai_chat import header_id, tool_names
+from harness.run.traces.openai_chat import header_session
 from harness.run.traces.reading import TraceText, conversations, derived_id
 
 FORMAT = "anthropic"
@@ -49,15 +49,7 @@ def parse(trace: TraceText, name: str) -> list[ImportedSession]:
             builder.system(_system(reader, header["system"], child(conversation.where, "system")))
         for value, where in conversation.items:
             _message(reader, builder, value, where)
-        sessions.append(ImportedSession(
-            source=trace.source,
-            session_id=header_id(header) or derived_id(name, index, len(found)),
-            format=FORMAT,
-            system=builder.system_prompt,
-            messages=builder.build(),
-            model=header.get("model") if isinstance(header.get("model"), str) else None,
-            tools=tool_names(header.get("tools")),
-        ))
+        sessions.append(header_session(trace.source, header, builder, FORMAT, derived_id(name, index, len(found))))
     return sessions
 
 

@@ -27,6 +27,7 @@ from harness.run.traces.normal import (
     child,
     parse_arguments,
 )
+from harness.run.traces.openai_chat import tool_names
 from harness.run.traces.reading import TraceText, derived_id
 
 FORMAT = "atif"
@@ -51,7 +52,7 @@ def _trajectory(reader: JsonReader, value: Any, where: str, name: str, index: in
     agent_where = child(where, "agent")
     agent = reader.obj(reader.required(doc, "agent", where), agent_where)
     model = reader.opt_str(agent, "model_name", agent_where)
-    tools = _tool_names(agent.get("tool_definitions"))
+    tools = tool_names(agent.get("tool_definitions"))
     steps_where = child(where, "steps")
     builder = TranscriptBuilder(reader.source, steps_where)
     for i, step in enumerate(reader.arr(reader.required(doc, "steps", where), steps_where)):
@@ -66,19 +67,6 @@ def _trajectory(reader: JsonReader, value: Any, where: str, name: str, index: in
         model=model,
         tools=tools,
     )
-
-
-def _tool_names(definitions: Any) -> tuple[str, ...]:
-    if not isinstance(definitions, list):
-        return ()
-    names = []
-    for d in definitions:
-        if isinstance(d, dict):
-            inner = d.get("function")
-            name = inner.get("name") if isinstance(inner, dict) else d.get("name")
-            if isinstance(name, str):
-                names.append(name)
-    return tuple(names)
 
 
 def _step(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:

@@ -42,15 +42,7 @@ def parse(trace: TraceText, name: str) -> list[ImportedSession]:
         builder = TranscriptBuilder(trace.source, conversation.where)
         for value, where in conversation.items:
             _message(reader, builder, value, where)
-        sessions.append(ImportedSession(
-            source=trace.source,
-            session_id=header_id(header) or derived_id(name, index, len(found)),
-            format=FORMAT,
-            system=builder.system_prompt,
-            messages=builder.build(),
-            model=header.get("model") if isinstance(header.get("model"), str) else None,
-            tools=tool_names(header.get("tools")),
-        ))
+        sessions.append(header_session(trace.source, header, builder, FORMAT, derived_id(name, index, len(found))))
     return sessions
 
 
@@ -61,6 +53,21 @@ def header_id(header: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def header_session(source: str, header: dict[str, Any], builder: TranscriptBuilder, fmt: str,
+                   fallback_id: str) -> ImportedSession:
+    """The session a conversation object of a request-shaped format makes: its messages from ``builder``, and
+    its id (``fallback_id`` when it has none), model and declared tools from its ``header``."""
+    return ImportedSession(
+        source=source,
+        session_id=header_id(header) or fallback_id,
+        format=fmt,
+        system=builder.system_prompt,
+        messages=builder.build(),
+        model=header.get("model") if isinstance(header.get("model"), str) else None,
+        tools=tool_names(header.get("tools")),
+    )
 
 
 def tool_names(tools: Any) -> tuple[str, ...]:
