@@ -27,8 +27,9 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# One pytest worker per core (pytest-xdist); each test's result does not depend on the others'.
 test: lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 # Random exploration of the property tests (many more examples, random, with the example database):
 # not part of `make test`, whose examples are the same on every machine.
