@@ -53,6 +53,7 @@ from reports.outcomes import OutcomeHits, explain_outcomes
 from reports.outputs import Png, check_targets, write_files
 from reports.stats import METRICS, Metric, metrics_of
 from reports.tables import WILSON_MARK, Cell, Table, format_diff, format_interval, format_value, interval_cell, is_share
+from reports.tool_names import TOOL_NAME_COLUMNS, tool_names_html, tool_names_markdown
 
 # The CLI imports the input checks from here (they live in reports.inputs).
 __all__ = [
@@ -226,7 +227,7 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
     path, manifest, run_id = run.path, run.manifest, run.run_id
     config_text = run.config_text()
-    sessions = run.sessions(REPORT_COLUMNS, optional=(*SWEEP_COLUMNS, *OPTIONAL_STATS_COLUMNS))
+    sessions = run.sessions(REPORT_COLUMNS, optional=(*SWEEP_COLUMNS, *OPTIONAL_STATS_COLUMNS, *TOOL_NAME_COLUMNS))
     strategies = _strategy_order(sessions, manifest)
     chosen, note = choose_baseline(strategies, baseline)
     if sessions.empty:
@@ -693,7 +694,8 @@ def _breakdowns_html(data: ReportData) -> list[str]:
     loops = loops_table(data)
     return ["<h3>By scenario family</h3>", html_table(families_table(data)),
             "<h3>Loop rate by rule</h3>",
-            html_table(loops) if len(loops.header) > 1 else "<p>No loops were detected.</p>"]
+            html_table(loops) if len(loops.header) > 1 else "<p>No loops were detected.</p>",
+            *tool_names_html(data.sessions)]
 
 
 def _breakdowns_markdown(data: ReportData) -> list[str]:
@@ -701,7 +703,8 @@ def _breakdowns_markdown(data: ReportData) -> list[str]:
         return []
     loops = loops_table(data)
     return ["### By scenario family", "", md_table(families_table(data)), "", "### Loop rate by rule", "",
-            md_table(loops) if len(loops.header) > 1 else "No loops were detected.", ""]
+            md_table(loops) if len(loops.header) > 1 else "No loops were detected.", "",
+            *tool_names_markdown(data.sessions)]
 
 
 def _run_html(data: ReportData) -> list[str]:

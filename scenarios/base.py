@@ -157,6 +157,16 @@ class SessionScript(_Model):
         """key -> value of every fact."""
         return {key: fact.value for key, fact in self.facts.items()}
 
+    def tool_names(self) -> list[str]:
+        """Every tool name the script's calls use (steps, fallbacks, shortcuts), in first-use order."""
+        names: dict[str, None] = {}
+        for step in self.steps:
+            for run in [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else []):
+                names[run.tool] = None
+                if run.shortcut is not None:
+                    names[run.shortcut.tool] = None
+        return list(names)
+
     def lookups(self) -> dict[str, Lookup]:
         """key -> how the agent finds that fact (task facts are stated, so literal)."""
         return {key: fact.lookup for key, fact in self.facts.items()}
@@ -237,6 +247,9 @@ class ScenarioParams(_Model):
     payload_sigma: float = Field(1.82, ge=0, le=4)
     #: Hard cap on one payload, in bytes.
     payload_max_bytes: StrictInt = Field(400_000, ge=256, le=10_000_000)
+    #: Name the tools of `harness.core.tools.HYPHENATED_TOOLS` with ``-`` (``kubectl-logs``), as a tool
+    #: list mixing conventions does; the script is otherwise the same, draw for draw. Off by default.
+    hyphenated_tools: bool = False
 
 
 class ScenarioFamily(abc.ABC):

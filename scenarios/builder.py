@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from harness.core.switches import DEFAULT_OUTPUT_CAP_CHARS
-from harness.core.tools import CATALOGUE, TOOL_LATENCY_SIGMA, arg_types, contract
+from harness.core.tools import CATALOGUE, TOOL_LATENCY_SIGMA, arg_types, contract, hyphenated
 from scenarios.base import (
     LITERAL_PREFIX,
     Call,
@@ -133,9 +133,15 @@ class ScriptBuilder:
         shortcut: Call | None = None,
         agent: str | None = None,
     ) -> Step:
-        """A step (not appended): ``args`` maps arg -> fact key or `lit` template."""
+        """A step (not appended): ``args`` maps arg -> fact key or `lit` template. With the
+        ``hyphenated_tools`` param on, the tool (and the shortcut's) is named as `hyphenated` says."""
         if tool not in CATALOGUE:
             raise InvalidScript(f"unknown tool {tool!r}")
+        if self.params.hyphenated_tools:
+            # Both names share one contract, so every draw below (and the script) is otherwise the same.
+            tool = hyphenated(tool)
+            if shortcut is not None:
+                shortcut = shortcut.model_copy(update={"tool": hyphenated(shortcut.tool)})
         types = arg_types(tool)
         unknown = set(args) - set(types)
         if unknown:
@@ -213,7 +219,9 @@ class ScriptBuilder:
             decoys={k: list(v) for k, v in sorted(self.decoys.items())},
             agents=agents,
             handoffs=handoffs or [],
-            params=self.params.model_dump(),
+            # Recorded only when on: a script without hyphenated tools stays byte for byte what it was
+            # before the param existed (tests/scenarios pins scripts by hash).
+            params=self.params.model_dump(exclude=None if self.params.hyphenated_tools else {"hyphenated_tools"}),
         )
         problems = check_script(script)
         if problems:

@@ -29,7 +29,8 @@ class HasRuntimeDefaults(Protocol):
 class Switches(BaseModel):
     """The runtime switches: ``contracts`` validates tool arguments before a tool runs, ``errors``
     picks plain text or three-class structured errors, ``breaker`` blocks dangerous actions and
-    ends the session past ``token_budget`` tokens, ``output_cap_chars`` cuts long tool outputs."""
+    ends the session past ``token_budget`` tokens, ``output_cap_chars`` cuts long tool outputs,
+    ``normalize_tool_names`` runs a call to ``kubectl_logs`` as the registered ``kubectl-logs``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,6 +41,10 @@ class Switches(BaseModel):
     #: Characters a tool output may hold before the runtime cuts its middle (0: uncapped). 30,000 as
     #: OpenHands' ``max_message_chars`` and Claude Code's Bash tool (mock-model.md v2 change 3).
     output_cap_chars: int = Field(DEFAULT_OUTPUT_CAP_CHARS, ge=0)
+    #: Resolve a called tool name that is not registered by strands-agents' rule (exact name first;
+    #: a name holding ``_`` then runs the first registered tool whose name with ``-`` written ``_``
+    #: equals it; `harness.core.tools.ToolRegistry.resolve`). Off: such a call is an unknown tool.
+    normalize_tool_names: bool = False
 
     @classmethod
     def for_strategy(cls, strategy: HasRuntimeDefaults, **overrides: Any) -> Switches:

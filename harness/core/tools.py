@@ -6,6 +6,10 @@ validates a call against it *before* running the tool and answers a failure with
 `ContractError` naming the field; with contracts off the raw call reaches the tool. Failures of a
 valid call are `EngineeringError`s (do not retry blindly: take the fallback). The third class,
 fatal, is not a tool result: the breaker ends the session (outcome ``blocked`` or ``budget_exceeded``).
+
+The catalogue is a `ToolRegistry`: like strands-agents' registry it refuses two names that differ
+only by ``-``/``_``, and it resolves a name written with ``_`` for a registered ``-`` by strands' rule
+(docs/tool-names.md). A scenario with ``hyphenated_tools`` registers `HYPHENATED_CATALOGUE` instead.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
@@ -260,8 +264,77 @@ class DeleteFile(ToolArgs):
     path: RepoPath
 
 
+# The registry ------------------------------------------------------------------------------------
+
+
+def normalized_name(name: str) -> str:
+    """``name`` with every ``-`` written ``_``: two names with the same normalised form differ only
+    by ``-``/``_`` (strands-agents' rule, tools/registry.py)."""
+    return name.replace("-", "_")
+
+
+class NearDuplicateToolName(ValueError):
+    """Two tools whose names differ only by ``-``/``_``: a model's spelling could not tell them apart.
+    ``str()`` is one line naming both."""
+
+    def __init__(self, name: str, registered: str, where: str = "") -> None:
+        self.name = name
+        self.registered = registered
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}tool name {name!r} differs from the registered tool {registered!r} only by "
+                         "'-'/'_'; rename one of them")
+
+
+class ToolRegistry(Mapping[str, type[ToolArgs]]):
+    """Tool name -> contract, in registration order (the order a model sees the tools in).
+
+    Registration refuses an exact duplicate and a name that differs from a registered one only by
+    ``-``/``_`` (`NearDuplicateToolName`), as strands-agents' ``ToolRegistry.register_tool`` does;
+    that refusal is what makes `resolve`'s "first match" unambiguous."""
+
+    def __init__(self, tools: Mapping[str, type[ToolArgs]] | None = None, *, where: str = "") -> None:
+        self._tools: dict[str, type[ToolArgs]] = {}
+        self._by_normalized: dict[str, str] = {}
+        for name, args in (tools or {}).items():
+            self.register(name, args, where=where)
+
+    def register(self, name: str, args: type[ToolArgs], *, where: str = "") -> None:
+        """Add tool ``name``; ``where`` (a file, a plugin) prefixes the error line of a refused name."""
+        if name in self._tools:
+            prefix = f"{where}: " if where else ""
+            raise ValueError(f"{prefix}tool name {name!r} is registered twice")
+        clash = self._by_normalized.get(normalized_name(name))
+        if clash is not None:
+            raise NearDuplicateToolName(name, clash, where)
+        self._tools[name] = args
+        self._by_normalized[normalized_name(name)] = name
+
+    def resolve(self, name: str, *, normalize: bool = False) -> str | None:
+        """The registered name a call to ``name`` runs, or None (an unknown tool). The exact name
+        first; with ``normalize``, a name holding ``_`` then runs the first registered tool whose
+        name with ``-`` written ``_`` equals it (strands-agents' rule since v0.1.8). The reverse,
+        ``-`` for a registered ``_``, is never resolved: strands does not either."""
+        if name in self._tools:
+            return name
+        if normalize and "_" in name:
+            return next((known for known in self._tools if normalized_name(known) == name), None)
+        return None
+
+    def __getitem__(self, name: str) -> type[ToolArgs]:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({list(self._tools)})"
+
+
 #: Every tool by name. Order is the order a model sees them in.
-CATALOGUE: dict[str, type[ToolArgs]] = {
+CATALOGUE = ToolRegistry({
     "kubectl_get": KubectlGet,
     "kubectl_describe": KubectlDescribe,
     "kubectl_logs": KubectlLogs,
@@ -288,14 +361,49 @@ CATALOGUE: dict[str, type[ToolArgs]] = {
     "submit": Submit,
     "delete_file": DeleteFile,
     "retrieve_payload": RetrievePayload,
-}
+})
+
+#: The tools a scenario with ``hyphenated_tools`` on names with ``-`` (J): two read tools per family,
+#: spelled as CLI-style tool servers spell them (kubectl plugins are executables named
+#: ``kubectl-<verb>``, MCP servers often use kebab case). The rest keep ``_``, so a session mixes the two
+#: conventions, as a real tool list assembled from several servers does. Destructive tools and the
+#: runtime's own ``retrieve_payload`` are left as they are.
+HYPHENATED_TOOLS: tuple[str, ...] = (
+    "kubectl_describe", "kubectl_logs",   # k8s_crashloop, alert_chain
+    "log_search", "trace_lookup",         # log_triage
+    "db_query", "db_explain",             # db_slow_query
+    "deploy_status", "release_diff",      # deploy_regression
+    "search_repo", "run_tests",           # code_repair
+)
+
+
+def hyphenated(tool: str) -> str:
+    """How a scenario with ``hyphenated_tools`` on names ``tool``: with ``-`` if it is one of
+    `HYPHENATED_TOOLS`, as it is otherwise."""
+    return tool.replace("_", "-") if tool in HYPHENATED_TOOLS else tool
+
+
+#: The catalogue as a scenario with ``hyphenated_tools`` registers it: the same tools, in the same
+#: order, with `HYPHENATED_TOOLS` named with ``-``.
+HYPHENATED_CATALOGUE = ToolRegistry({hyphenated(name): args for name, args in CATALOGUE.items()})
+#: Every spelling a script may use, for the contract of a name whichever registry it comes from.
+_CONTRACTS: dict[str, type[ToolArgs]] = dict(CATALOGUE) | dict(HYPHENATED_CATALOGUE)
+
+
+def registry_for(tools: Iterable[str]) -> ToolRegistry:
+    """The registry a session's runtime holds given the tool names its script uses: the hyphenated
+    catalogue when any of them is spelled with ``-``, the catalogue otherwise."""
+    return HYPHENATED_CATALOGUE if any(t in HYPHENATED_CATALOGUE and t not in CATALOGUE for t in tools) \
+        else CATALOGUE
+
 
 _JSON_TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "array": "array"}
 
 
 def contract(tool: str) -> type[ToolArgs]:
+    """The argument contract of ``tool``, under either spelling a script may give it."""
     try:
-        return CATALOGUE[tool]
+        return _CONTRACTS[tool]
     except KeyError:
         raise KeyError(f"unknown tool {tool!r}; known: {', '.join(CATALOGUE)}") from None
 
@@ -399,8 +507,9 @@ def _schema_hint(tool: str, field: str) -> str:
 
 def validate_call(tool: str, raw_input: Mapping[str, Any] | str) -> ToolArgs | ContractError:
     """Check a call's input against the tool's contract. ``raw_input`` may be the JSON text a model
-    emitted (invalid JSON is a contract error on the field ``input``)."""
-    if tool not in CATALOGUE:
+    emitted (invalid JSON is a contract error on the field ``input``). A name of either registry is
+    known here; whether the session's runtime registered that spelling is the runtime's check."""
+    if tool not in _CONTRACTS:
         return ContractError("tool", f"unknown tool {tool!r}", f"tools: {', '.join(CATALOGUE)}")
     if isinstance(raw_input, str):
         try:

@@ -27,7 +27,7 @@ from harness.sim.profiles import PROFILE_NAMES, Profile, TomlFileError, profile,
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.toml"
 #: The embedded default of ``ctxbench sweep`` (a link to ``examples/sweep.toml``, like the above).
 DEFAULT_SWEEP = Path(__file__).resolve().parent / "sweep.toml"
-SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget", "output_cap_chars")
+SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget", "output_cap_chars", "normalize_tool_names")
 #: `pipeline` has no defaults; runs with every strategy use the composition strategies.md 3.7 recommends.
 DEFAULT_PIPELINE: dict[str, Any] = {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window"}]}
 
@@ -82,6 +82,8 @@ class StrategyEntry(BaseModel):
     #: most 10**7 bytes (`ScenarioParams`), so 10**9 is already "uncapped"; the bound keeps the
     #: session table's integer column in range.
     output_cap_chars: int | None = Field(None, ge=0, le=10**9)
+    #: Run a tool name written with ``_`` as the registered ``-`` one (strands-agents' rule); none = off.
+    normalize_tool_names: bool | None = None
     #: This entry's model profile (a name or a table like the run's ``model``); none = the run's.
     model: str | dict[str, Any] | None = None
 

@@ -76,6 +76,8 @@ class SessionRecord:
     breaker: bool
     #: The ``output_cap_chars`` switch the session ran with (0: uncapped).
     output_cap_chars: int
+    #: The ``normalize_tool_names`` switch the session ran with.
+    normalize_tool_names: bool
     family: str
     agents: int
     turns: int
@@ -84,6 +86,9 @@ class SessionRecord:
     tool_calls: int
     tool_syntax_errors: int
     syntax_errors_reaching_tool: int
+    #: Tool calls naming a registered tool with ``-`` and ``_`` swapped (``kubectl_logs`` for
+    #: ``kubectl-logs``), run or refused; each refused one is also a tool-syntax error.
+    name_variants: int
     engineering_errors: int
     retrieve_calls: int
     refetches: int
@@ -141,6 +146,7 @@ class Tally:
     tool_calls: int = 0
     tool_syntax_errors: int = 0
     syntax_errors_reaching_tool: int = 0
+    name_variants: int = 0
     engineering_errors: int = 0
     retrieve_calls: int = 0
     refetches: int = 0
@@ -165,6 +171,9 @@ class Tally:
     lost_keys: set[str] = field(default_factory=set)
     #: Keys whose value a tool output held but the output cap cut away (``facts_cut``).
     cut_keys: set[str] = field(default_factory=set)
+    #: The ``normalize_tool_names`` switch the session's tool player ran with (it sets this), recorded
+    #: with the session like the other switches.
+    normalize_tool_names: bool = False
 
 
 #: The SessionRecord columns that are plain tally counters, copied by name.

@@ -25,10 +25,22 @@ from harness.sim.profiles import Profile
 from scenarios.base import LITERAL_PREFIX, SessionScript, Step
 from scenarios.draws import BASE32
 
-MalformedKind = Literal["missing_field", "wrong_type", "invalid_json", "text_only"]
+MalformedKind = Literal["missing_field", "wrong_type", "invalid_json", "text_only", "name_variant"]
 #: Shares of malformed-call kinds (J, mock-model.md 3.1).
 MALFORMED_SHARES: tuple[tuple[MalformedKind, float], ...] = (
     ("missing_field", 0.45), ("wrong_type", 0.30), ("invalid_json", 0.15), ("text_only", 0.10),
+)
+#: Share of ``name_variant`` among the malformed calls to a tool whose name has a spelling to swap
+#: (J): the tool's registered name written with ``_`` for ``-`` (``kubectl_logs`` for ``kubectl-logs``),
+#: or, in a session whose tool list mixes the two conventions, ``-`` for ``_``. No source measures
+#: the rate; that users of strands-agents, gemini-cli and trae-agent met it shows that it happens.
+#: The other kinds share the rest in their `MALFORMED_SHARES` ratios (docs/tool-names.md).
+#: A call to a name with nothing to swap draws from `MALFORMED_SHARES` alone, unchanged.
+NAME_VARIANT_SHARE = 0.25
+#: The kinds drawn for a call whose tool name has a variant spelling.
+MALFORMED_SHARES_WITH_VARIANT: tuple[tuple[MalformedKind, float], ...] = (
+    ("name_variant", NAME_VARIANT_SHARE),
+    *((kind, share * (1 - NAME_VARIANT_SHARE)) for kind, share in MALFORMED_SHARES),
 )
 RAW_KEY = "_raw"
 #: The kinds of message that hold a step's tool result.
@@ -107,8 +119,26 @@ class _Resolution:
     branch: str = ""
 
 
+def name_variant(tool: str, *, mixed_conventions: bool) -> str | None:
+    """The misspelling of ``tool`` a model makes in a ``name_variant`` call, or None when it has none:
+    ``-`` written ``_`` (``kubectl-logs`` -> ``kubectl_logs``); or, only when the session's tool list
+    mixes both conventions, ``_`` written ``-`` (``kubectl_get`` -> ``kubectl-get``). A tool list with
+    no ``-`` has no variant, so such sessions draw exactly as before the kind existed."""
+    if "-" in tool:
+        return tool.replace("-", "_")
+    if mixed_conventions and "_" in tool:
+        return tool.replace("_", "-")
+    return None
+
+
 class MockModel:
-    """The policy of mock-model.md 2 and the summarizer of section 4, for one session."""
+    """The policy of mock-model.md 2 and the summarizer of section 4, for one session.
+
+    Malformed calls (mock-model.md 3.1) come in the spec's four kinds and a fifth, ``name_variant``:
+    the call is well formed but names the tool with ``-`` and ``_`` swapped. It is drawn, with the
+    (J) share `NAME_VARIANT_SHARE`, only for a tool whose name has a variant (`name_variant`); the
+    tool list the model reads that from is part of its system prompt.
+    """
 
     def __init__(self, script: SessionScript, profile: Profile, *, system_tokens: int | None = None,
                  tokenizer: Tokenizer | None = None) -> None:
@@ -127,6 +157,8 @@ class MockModel:
         #: another message, so it is paged as usual.
         self.dead_stubs: dict[int, Message] = {}
         self._count = (tokenizer or default_tokenizer()).count
+        #: The session's tool list spells some names with ``-``: either convention may be confused.
+        self.mixed_conventions = any("-" in tool for tool in script.tool_names())
 
     # Reading the context ---------------------------------------------------------------------------
     def prompt_tokens(self, ctx: Context) -> int:
@@ -391,7 +423,8 @@ class MockModel:
         draw = self.u("kind", s, a)
         acc = 0.0
         kind: MalformedKind = "text_only"
-        for name, share in MALFORMED_SHARES:
+        swappable = name_variant(call.tool, mixed_conventions=self.mixed_conventions) is not None
+        for name, share in MALFORMED_SHARES_WITH_VARIANT if swappable else MALFORMED_SHARES:
             acc += share
             if draw < acc:
                 kind = name
@@ -409,6 +442,11 @@ class MockModel:
             text = f"{thought}\nNext I would run {call.tool} with {', '.join(sorted(call.args))} to continue."
             return Decision("text", None, text, branch, malformed=kind, trace=tuple(trace))
         args = dict(call.args)
+        if kind == "name_variant":
+            variant = name_variant(call.tool, mixed_conventions=self.mixed_conventions)
+            assert variant is not None  # drawn only for a tool that has one
+            return Decision("call", ToolCall(variant, args, call.purpose, call.target_step), thought, branch,
+                            malformed=kind, trace=tuple(trace))
         if kind == "missing_field":
             present = sorted(set(required_args(call.tool)) & set(args))
             args.pop(present[min(int(pick * len(present)), len(present) - 1)])
@@ -503,4 +541,5 @@ class MockModel:
         return "\n".join(lines), written
 
 
-__all__ = ["Decision", "MockModel", "Pointer", "ToolCall", "concrete_args", "literal_value"]
+__all__ = ["MALFORMED_SHARES", "MALFORMED_SHARES_WITH_VARIANT", "NAME_VARIANT_SHARE", "Decision", "MockModel",
+           "Pointer", "ToolCall", "concrete_args", "literal_value", "name_variant"]

@@ -5,24 +5,34 @@ when the ``contracts`` switch is on, crashing the tool otherwise), blocks danger
 ``breaker``, runs a step's scripted faults, serves re-fetches of finished steps and pages offloaded
 payloads back through the strategy's ``retrieve``, answering with three-class structured errors or
 plain text as the ``errors`` switch says. Every second it spends goes on the clock's tool bucket.
+
+A call runs only under a name the session's runtime registered: a scenario with ``hyphenated_tools``
+registers `harness.core.tools.HYPHENATED_CATALOGUE`, others `CATALOGUE`. A name that is not registered
+is an unknown tool (a syntax error) unless the ``normalize_tool_names`` switch resolves it by
+strands-agents' rule (`harness.core.tools.ToolRegistry.resolve`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from harness.core.crn import z
 from harness.core.switches import Switches
 from harness.core.tools import (
     CATALOGUE,
+    HYPHENATED_CATALOGUE,
     TOOL_LATENCY_SIGMA,
     ContractError,
     EngineeringError,
     ToolError,
+    ToolRegistry,
     cap_output,
+    contract,
+    normalized_name,
+    registry_for,
     render_error,
     validate_call,
 )
@@ -57,12 +67,17 @@ class ToolPlayer:
     """Plays the tools of one session replay."""
 
     def __init__(self, *, seed: int, switches: Switches, truth: dict[str, str], tally: Tally,
-                 clock: SimClock) -> None:
+                 clock: SimClock, registry: ToolRegistry | None = None) -> None:
         self.seed = seed
         self.switches = switches
         self.truth = truth
         self.tally = tally
         self.clock = clock
+        #: The tools the session's runtime registered: ``registry_for(script.tool_names())``. None: learned
+        #: from the steps as they are played (a step spelled with ``-`` means the hyphenated catalogue);
+        #: every call the model makes targets a step it has played, so the two agree on each call.
+        self.registry = registry
+        tally.normalize_tool_names = switches.normalize_tool_names
         #: (tool, canonical arguments) of every finished step: what a re-fetch may ask for again.
         self.done_calls: dict[tuple[str, str], Step] = {}
 
@@ -84,11 +99,30 @@ class ToolPlayer:
         self.tally.cut_keys.update(k for k, v in self.truth.items() if v in outcome.text and v not in capped)
         return ToolOutcome(outcome.status, capped, outcome.completes)
 
+    def session_registry(self, step: Step | None) -> ToolRegistry:
+        """The registry calls resolve against (`registry`, or learned from ``step``, the step being played)."""
+        if self.registry is None and step is not None:
+            runs = [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else [])
+            tools = [run.tool for run in runs] + [run.shortcut.tool for run in runs if run.shortcut]
+            if registry_for(tools) is HYPHENATED_CATALOGUE:
+                self.registry = HYPHENATED_CATALOGUE
+        return self.registry or CATALOGUE
+
     def _play(self, agent: AgentState, call: ToolCall, checked: ContractError | None) -> ToolOutcome:
+        registry = self.session_registry(agent.pointer.step)
+        name = registry.resolve(call.tool, normalize=self.switches.normalize_tool_names)
+        if name != call.tool:
+            if any(normalized_name(known) == normalized_name(call.tool) for known in registry):
+                self.tally.name_variants += 1
+            if name is None:
+                # The runtime looks the tool up before anything reads the arguments (strands: "Unknown tool").
+                return self._malformed(agent, call, ContractError("tool", f"unknown tool {call.tool!r}",
+                                                                  f"tools: {', '.join(registry)}"))
+            call = replace(call, tool=name)
         if checked is not None:
             return self._malformed(agent, call, checked)
         agent.contract_failures = 0
-        spec = CATALOGUE.get(call.tool)
+        spec = registry.get(call.tool)
         if spec is not None and spec.dangerous:
             return self._dangerous(agent, call)
         if call.tool == "retrieve_payload":
@@ -214,7 +248,7 @@ class ToolPlayer:
 
     def _latency_s(self, tool: str, step_id: str, attempt: int) -> float:
         """A lognormal tool latency around the tool's median, for calls the script does not time."""
-        median = CATALOGUE[tool].median_latency_s
+        median = contract(tool).median_latency_s
         return median * math.exp(TOOL_LATENCY_SIGMA * z(self.seed, "tool", step_id, attempt, tool))
 
     def _matches(self, step: Step, args: dict[str, Any]) -> bool:
@@ -222,7 +256,10 @@ class ToolPlayer:
 
 
 def _crash_text(call: ToolCall, error: ContractError) -> str:
-    """What a tool without contracts prints when a malformed call reaches it: plain text."""
+    """What a tool without contracts prints when a malformed call reaches it: plain text (an unknown
+    tool in strands-agents' words)."""
+    if error.field == "tool":
+        return f"Error: Unknown tool: {call.tool}"
     if error.field == "input":
         return "Error: could not parse tool arguments as JSON"
     if error.problem == "Field required":
