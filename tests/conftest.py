@@ -59,16 +59,30 @@ def screenshot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def keep_screenshot(screenshot_dir: Path) -> Callable[[str, Path], Path]:
+def keep_screenshot(screenshot_dir: Path, request: pytest.FixtureRequest) -> Callable[[str, Path], Path]:
     """Copy a test's screenshot where it outlives the test and list it at the end of the output."""
 
     def keep(what: str, png: Path) -> Path:
         kept = screenshot_dir / png.name
         shutil.copyfile(png, kept)
-        KEPT_SCREENSHOTS.append((what, kept))
+        # Through the test's report: under pytest-xdist the test runs in a worker, and only its reports
+        # reach the process that writes the summary.
+        request.node.user_properties.append((SCREENSHOT_PROPERTY, (what, str(kept))))
         return kept
 
     return keep
+
+
+#: The user property a kept screenshot travels in.
+SCREENSHOT_PROPERTY = "ctxbench_screenshot"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        for name, value in report.user_properties:
+            if name == SCREENSHOT_PROPERTY:
+                what, path = value
+                KEPT_SCREENSHOTS.append((str(what), Path(path)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
