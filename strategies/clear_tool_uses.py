@@ -201,6 +201,11 @@ class _ContextEditing(ContextStrategy):
         self._originals: dict[int, tuple[Message, Message]] = {}
         self._reset()
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A copy made by pickle (a saved replay restored) holds new objects: key `_originals` by their ids.
+        self.__dict__.update(state)
+        self._originals = {id(edited): (edited, original) for edited, original in self._originals.values()}
+
     def _reset(self) -> None:
         self._history: list[Message] = []
         #: What the window holds at [0:len(history)] since our last commit.

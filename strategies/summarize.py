@@ -44,6 +44,12 @@ def summarize_into(ctx: Context, messages: list[Message]) -> Message:
         raise CannotReduce(f"summarizer failed: {e}") from e
 
 
+def _as_is(message: Message) -> Message:
+    """The message itself: what the summarizer sees of a message no other stage masked (a module
+    function, not a lambda, so that a strategy instance pickles with a saved replay)."""
+    return message
+
+
 def turns_since_summary(messages: list[Message]) -> int:
     """T: assistant messages after the last summary (or in the whole window when there is none)."""
     count = 0
@@ -80,7 +86,7 @@ class Summarize(ContextStrategy):
         super().__init__(params)
         self._pinned_once = False
         #: Maps a window message to what the summarizer should see (hybrid sets masking's unmask).
-        self.unmask: Callable[[Message], Message] = lambda m: m
+        self.unmask: Callable[[Message], Message] = _as_is
 
     def _core(self, ctx: Context, k: int) -> None:
         window = ctx.messages

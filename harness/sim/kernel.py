@@ -5,19 +5,46 @@ The loop lives here and reads like mock-model.md 2.3: stop checks, the strategy'
 fitting the window (section 5), admission past throttling, the model's decision, billing, and the
 reply's consequence (a final answer, prose, or a tool call played by `ToolPlayer`). Billing and the
 prompt cache are `harness.sim.billing`, throttling `harness.sim.throttling`, time `harness.sim.clock`.
+
+Stopping and restarting a session
+---------------------------------
+A replay can stop at any turn boundary and carry on later, in this process or another one, and finish
+exactly as if it had never stopped: same `SessionRecord`, same call rows, same event rows.
+
+    replayer = Replay(script, strategy, profile, switches)
+    if replayer.run(stop_after_turns=30) is None:      # stopped: 30 turns played, more to go
+        data = replayer.save()                          # bytes: write them anywhere
+    ...
+    result = Replay.restore(data).run()                 # a new process picks up at turn 31
+
+The position between turns is explicit (the phase, the agent on turn and its step), so `run` resumes
+from it. `save` pickles the whole session: each agent's context as it stands (pins, summaries and
+stubs, not the history they replaced), the strategy instances with their per-session state, the mock
+model's state, pointers, tally, clock, throttle, billing rows, prompt caches, loop detectors and the
+event log. Random draws are pure functions of (seed, purpose, step, attempt), so nothing else is
+needed to continue them. Process-local things are not saved: the tokenizer (the default one is
+attached again on restore) and the meters' memo of measured texts. The bytes name their format and
+the ctxbench version that wrote them; `restore` refuses other versions and damaged bytes with a
+one-line `ReplayStateError`. The bytes are a pickle: restore only state you saved yourself.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import operator
+import pickle
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
-from harness.core.context import Context, ContextOverflow
-from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
+import harness
+from harness.core.context import Context, ContextOverflow, Window
+from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.switches import Switches
+from harness.core.tokens import default_tokenizer
 from harness.core.tools import CATALOGUE, ContractError
 from harness.sim.agent import AgentState
 from harness.sim.billing import Billing, ModelCall, PromptCache
@@ -41,7 +68,8 @@ from harness.sim.tool_player import ToolOutcome, ToolPlayer
 from scenarios.base import Handoff, SessionScript, Step
 from strategies.base import CannotReduce, ContextStrategy, create
 
-__all__ = ["NUDGE_TEXT", "PromptCache", "Replay", "SessionResult", "replay"]
+__all__ = ["NUDGE_TEXT", "REPLAY_STATE_FORMAT", "PromptCache", "Replay", "ReplayStateError", "SessionResult",
+           "replay"]
 
 NUDGE_TEXT = ("you called {tool} with the same arguments 3 times and got an error; "
               "fix the arguments or change approach")
@@ -110,16 +138,42 @@ class Replay:
         #: The per-turn event log (``events.parquet``), when asked for.
         self.log = EventLog(scenario=self.scenario, session_index=session_index, strategy=self.label) if events \
             else None
+        # Where the session stands between two turns (what `run` resumes from): the phase, the agent on
+        # turn (its index in the script's agents), its steps and the index of the step it is on.
+        self._phase: Phase = "start"
+        self._agent: AgentState | None = None
+        self._agent_index = 0
+        self._steps: list[Step] = []
+        self._step_index = 0
+        self._result: SessionResult | None = None
 
     # The session ----------------------------------------------------------------------------------------
-    def run(self) -> SessionResult:
-        script = self.script
+    @overload
+    def run(self, stop_after_turns: None = None) -> SessionResult: ...
+    @overload
+    def run(self, stop_after_turns: int) -> SessionResult | None: ...
+    def run(self, stop_after_turns: int | None = None) -> SessionResult | None:
+        """Play the session to its end and return its result; or, with ``stop_after_turns``, stop at the
+        first turn boundary once that many more turns have been played (0: stop where it stands) and
+        return None, unless the session ended first. Call again (or `save` and `restore`) to go on;
+        once the session has ended, every call returns its result."""
+        if stop_after_turns is not None and stop_after_turns < 0:
+            raise ValueError(f"stop_after_turns must be >= 0, got {stop_after_turns}")
+        if self._result is not None:
+            return self._result
+        limit = None if stop_after_turns is None else self.tally.turns + stop_after_turns
+        tally, advance = self.tally, self._advance
         rule = ""
-        task = Message.build("user", [Text(script.task.text)], kind="task", meter=self.meter)
         try:
-            outcome = self._run_agents(task)
+            outcome: Outcome | None = None
+            while outcome is None:
+                if limit is not None and tally.turns >= limit:
+                    return None
+                outcome = advance()
         except SessionEnded as end:
             outcome, rule = end.outcome, end.rule
+        self._phase = "done"
+        script = self.script
         record = session_record(
             self.tally, self.clock, outcome=outcome, loop_rule=rule, throttle_retries=self.throttle.retries,
             scenario=self.scenario, session_index=self.session_index, seed=script.seed, strategy=self.label,
@@ -127,42 +181,111 @@ class Replay:
             output_cap_chars=self.switches.output_cap_chars, family=script.scenario,
             agents=len(script.agents or ()) or 1,
         )
-        return SessionResult(record=record, calls=self.billing.calls, events=self.events,
-                             event_rows=self.log.rows if self.log is not None else [])
+        self._result = SessionResult(record=record, calls=self.billing.calls, events=self.events,
+                                     event_rows=self.log.rows if self.log is not None else [])
+        return self._result
 
-    def _run_agents(self, task: Message) -> Outcome:
-        """Each agent in turn works through its steps and hands over to the next; the last answers."""
+    @property
+    def finished(self) -> bool:
+        """Whether the session has ended (`run` returns its result without playing anything)."""
+        return self._result is not None
+
+    def _advance(self) -> Outcome | None:
+        """One move of the session: a turn, a move to the next step, or a hand-over to the next agent
+        (its call is a turn). Each agent works through its steps in turn and hands over to the next;
+        the last one answers. Returns the outcome once the final answer is given."""
+        agent = self._agent
+        if agent is None:  # the start: the first agent gets the task
+            task = Message.build("user", [Text(self.script.task.text)], kind="task", meter=self.meter)
+            self._enter_agent(0, task)
+            return None
+        if self._phase == "final":
+            return self._graded(agent) if self._turn(agent) else None
+        pointer = agent.pointer
+        if pointer.step is not None:  # the step in progress: another turn on it
+            self._turn(agent)
+            return None
+        self._step_index += 1
+        if self._step_index < len(self._steps):
+            pointer.step = self._steps[self._step_index]
+            pointer.attempt = 0
+            return None
+        agents = self.script.agents
+        if agents and self._agent_index + 1 < len(agents):
+            name = agents[self._agent_index]
+            handoff = next(h for h in self.script.handoffs if h.from_agent == name)
+            self._enter_agent(self._agent_index + 1, self._handover(agent, handoff))
+            return None
+        self._phase = "final"  # turns until the final answer
+        pointer.step = None
+        pointer.attempt = 0
+        return None
+
+    def _enter_agent(self, index: int, first: Message) -> None:
+        """Agent ``index`` of the script (the only one of a single-agent script) starts on its first
+        step with ``first`` as its first message."""
         script = self.script
-        if not script.agents:
-            agent = self._new_agent("agent", task, script.steps)
-            self._run_steps(agent, script.steps)
-            return self._final(agent)
-        first = task
-        for i, name in enumerate(script.agents):
+        if script.agents:
+            name = script.agents[index]
             steps = [s for s in script.steps if s.agent == name]
-            agent = self._new_agent(name, first, steps)
-            self._run_steps(agent, steps)
-            if i + 1 < len(script.agents):
-                handoff = next(h for h in script.handoffs if h.from_agent == name)
-                first = self._handover(agent, handoff)
-        return self._final(agent)
+        else:
+            name, steps = "agent", list(script.steps)
+        self._agent_index, self._steps, self._step_index = index, steps, 0
+        self._phase = "steps"
+        self._agent = self._new_agent(name, first, steps)
 
-    def _run_steps(self, agent: AgentState, steps: list[Step]) -> None:
-        for step in steps:
-            agent.pointer.step = step
-            agent.pointer.attempt = 0
-            while agent.pointer.step is not None:
-                self._turn(agent)
-
-    def _final(self, agent: AgentState) -> Outcome:
-        """Turns until the final answer; it succeeds when it states every final fact's true value."""
-        agent.pointer.step = None
-        agent.pointer.attempt = 0
-        while not self._turn(agent):
-            pass
+    def _graded(self, agent: AgentState) -> Outcome:
+        """The final answer succeeds when it states every final fact's true value."""
         stated = _final_values(agent.ctx.messages[-1])
         truth = self.model.truth
         return "success" if all(stated.get(k) == truth[k] for k in self.script.final_facts) else "wrong_answer"
+
+    # Saving and restoring --------------------------------------------------------------------------------
+    def save(self) -> bytes:
+        """The whole state of the session as it stands between turns (see the module's docstring);
+        `restore` reads it back, in any process running the same ctxbench version."""
+        buffer = io.BytesIO()
+        try:
+            _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(self)
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise ReplayStateError(f"replay state cannot be saved: {_one_line(e)}") from e
+        payload = buffer.getvalue()
+        header = json.dumps({"format": REPLAY_STATE_FORMAT, "ctxbench": harness.__version__,
+                             "sha256": hashlib.sha256(payload).hexdigest()}, sort_keys=True)
+        return _STATE_MAGIC + header.encode() + b"\n" + payload
+
+    @classmethod
+    def restore(cls, data: bytes) -> Replay:
+        """The replay `save` wrote into ``data``, ready to `run` on from where it stopped.
+        ReplayStateError (one line) for bytes that are not such a state, are damaged, or were written by
+        another state format or ctxbench version."""
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise ReplayStateError(f"replay state must be bytes, not {type(data).__name__}")
+        data = bytes(data)
+        if not data.startswith(_STATE_MAGIC):
+            raise ReplayStateError("not a ctxbench replay state (it does not start with the state's header)")
+        line, newline, payload = data[len(_STATE_MAGIC):].partition(b"\n")
+        try:
+            header = json.loads(line)
+            fmt, version, digest = header["format"], header["ctxbench"], header["sha256"]
+        except (ValueError, TypeError, KeyError):
+            raise ReplayStateError("replay state is damaged: its header is not readable") from None
+        if fmt != REPLAY_STATE_FORMAT or version != harness.__version__:
+            raise ReplayStateError(
+                f"replay state was saved by ctxbench {version} (state format {fmt}); this is ctxbench "
+                f"{harness.__version__} (state format {REPLAY_STATE_FORMAT}): replay the session again")
+        if not newline or hashlib.sha256(payload).hexdigest() != digest:
+            raise ReplayStateError("replay state is damaged: its bytes do not match their checksum")
+        try:
+            replayer = pickle.loads(payload)
+        except Exception as e:  # checked bytes that still fail: a class changed without a version bump
+            raise ReplayStateError(f"replay state cannot be loaded: {_one_line(e)}") from e
+        if not isinstance(replayer, cls):
+            raise ReplayStateError(f"replay state holds a {type(replayer).__name__}, not a {cls.__name__}")
+        # The model keeps refused stubs by id (the message kept alive with it): ids are per process.
+        dead = replayer.model.dead_stubs
+        replayer.model.dead_stubs = {id(m): m for m in dead.values()}
+        return replayer
 
     # One turn (mock-model.md 2.3) ---------------------------------------------------------------------
     def _turn(self, agent: AgentState) -> bool:
@@ -334,16 +457,15 @@ class Replay:
 
     # Agents and hand-overs -------------------------------------------------------------------------
     def _new_agent(self, name: str, first: Message, steps: list[Step]) -> AgentState:
-        holder: list[AgentState] = []
-        ctx = Context(window_tokens=self.profile.window_tokens, summarizer=self._summarizer(lambda: holder[0]),
-                      prompt_overhead=self.system_tokens)
+        seam = _SummarizerSeam(self)
+        ctx = Context(window_tokens=self.profile.window_tokens, summarizer=seam, prompt_overhead=self.system_tokens)
         agent = AgentState(
             name=name, strategy=clone(self.template), ctx=ctx, detector=StuckDetector(),
             agent_cache=PromptCache(self.profile, self.system_tokens),
             summary_cache=PromptCache(self.profile, self.profile.summarizer_prompt_tokens),
             pointer=Pointer(steps[0] if steps else None, producers=self.producers),
         )
-        holder.append(agent)
+        seam.agent = agent
         self.contexts[name] = ctx
         self._append(agent, first)
         self._log(agent, Event.message("user", first.text))
@@ -373,29 +495,26 @@ class Replay:
         ))
         return message
 
-    # The summarizer seam given to each context ---------------------------------------------------------
-    def _summarizer(self, agent_ref: Callable[[], AgentState]) -> Callable[[list[Message]], Message]:
-        def summarize(messages: list[Message]) -> Message:
-            agent = agent_ref()
-            p = self.profile
-            tokens_in = sum(m.tokens for m in messages) + p.summarizer_prompt_tokens
-            if tokens_in + p.max_output_reserve > p.window_tokens:
-                raise ContextOverflow(tokens_in, p.window_tokens)
-            self._summary_n += 1
-            at_step = agent.pointer.step_id
-            self._admit("summary", at_step, agent.pointer.attempt, tokens_in)
-            text, kept = self.model.summary_text(messages, at_step, self._summary_n, tokens_in)
-            reply = Message.build("assistant", [Text(text)], meter=self.meter)
-            # touched=0: a summary prompt is a new list, so compare it message by message.
-            self._bill(agent.summary_cache, ModelCall(
-                agent=agent.name, kind="summary", window=messages, touched=0, prompt_tokens=tokens_in,
-                output_tokens=reply.tokens, step_id=at_step, attempt=self._summary_n, action="summary",
-                trace=[{"kept": kept, "n": self._summary_n}],
-            ))
-            self._log(agent, Event.condensation())
-            return reply
-
-        return summarize
+    # The summarizer seam given to each context (`_SummarizerSeam`) ---------------------------------------
+    def _summarize(self, agent: AgentState, messages: list[Message]) -> Message:
+        """One summary call for ``agent``: billed on its summary cache stream, logged as a condensation."""
+        p = self.profile
+        tokens_in = sum(m.tokens for m in messages) + p.summarizer_prompt_tokens
+        if tokens_in + p.max_output_reserve > p.window_tokens:
+            raise ContextOverflow(tokens_in, p.window_tokens)
+        self._summary_n += 1
+        at_step = agent.pointer.step_id
+        self._admit("summary", at_step, agent.pointer.attempt, tokens_in)
+        text, kept = self.model.summary_text(messages, at_step, self._summary_n, tokens_in)
+        reply = Message.build("assistant", [Text(text)], meter=self.meter)
+        # touched=0: a summary prompt is a new list, so compare it message by message.
+        self._bill(agent.summary_cache, ModelCall(
+            agent=agent.name, kind="summary", window=messages, touched=0, prompt_tokens=tokens_in,
+            output_tokens=reply.tokens, step_id=at_step, attempt=self._summary_n, action="summary",
+            trace=[{"kept": kept, "n": self._summary_n}],
+        ))
+        self._log(agent, Event.condensation())
+        return reply
 
     # Bookkeeping ---------------------------------------------------------------------------------------
     def _bill(self, cache: PromptCache, call: ModelCall) -> None:
@@ -456,6 +575,81 @@ class Replay:
     def _log(self, agent: AgentState, event: Event) -> None:
         agent.detector.log(event)
         self.events.append(event)
+
+
+class _SummarizerSeam:
+    """The summarizer of one agent's context: `Replay._summarize` for that agent. A small class rather
+    than a closure, so that a saved replay pickles it (the agent is set once it exists: it holds the
+    context that holds this seam)."""
+
+    __slots__ = ("agent", "replay")
+
+    def __init__(self, replay: Replay) -> None:
+        self.replay = replay
+        self.agent: AgentState | None = None
+
+    def __call__(self, messages: list[Message]) -> Message:
+        assert self.agent is not None
+        return self.replay._summarize(self.agent, messages)
+
+    def __getstate__(self) -> tuple[Replay, AgentState | None]:
+        return self.replay, self.agent
+
+    def __setstate__(self, state: tuple[Replay, AgentState | None]) -> None:
+        self.replay, self.agent = state
+
+
+# Replay state (`Replay.save`, `Replay.restore`) ------------------------------------------------------------
+
+#: The layout of saved replay state; bump it whenever what `Replay.save` writes changes shape.
+REPLAY_STATE_FORMAT = 1
+_STATE_MAGIC = b"ctxbench replay state\n"
+#: Where the session stands: not begun, an agent on its steps, the last agent at its final answer, ended.
+Phase = Literal["start", "steps", "final", "done"]
+
+
+class ReplayStateError(ValueError):
+    """Saved replay state that cannot be saved or restored; ``str()`` is one line saying why."""
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+class _StatePickler(pickle.Pickler):
+    """Pickles a replay with what is process-local left out: a window is saved as its messages and
+    totals (the list subclass cannot be rebuilt by appending to it before its totals exist), a meter as
+    its fact scanner (no tokenizer, no memo of measured texts), the default tokenizer as a reference
+    to this process's default tokenizer."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind is Window:
+            return _window, (list(obj), obj._touched, obj.tokens, obj.raw_tokens, obj.fact_counts, obj.step_kinds)
+        if kind is TextMeter:
+            if obj.tokenizer is not default_tokenizer():
+                raise pickle.PicklingError("a message was measured with a tokenizer other than the default one")
+            return _meter, (obj.scanner,)
+        if obj is default_tokenizer():
+            return default_tokenizer, ()
+        return NotImplemented
+
+
+def _window(messages: list[Message], touched: int | None, tokens: int, raw_tokens: int, fact_counts: Counter[str],
+            step_kinds: Counter[tuple[str, str, str]]) -> Window:
+    """A saved window as it was: its messages and running totals as saved, not recounted."""
+    window = Window.__new__(Window)
+    list.extend(window, messages)
+    window._touched = touched
+    window.tokens, window.raw_tokens = tokens, raw_tokens
+    window.fact_counts, window.step_kinds = fact_counts, step_kinds
+    return window
+
+
+def _meter(scanner: FactScanner) -> TextMeter:
+    """A saved meter with this process's default tokenizer."""
+    return TextMeter(default_tokenizer(), scanner)
 
 
 def _final_values(message: Message) -> dict[str, str]:

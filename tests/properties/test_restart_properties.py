@@ -26,7 +26,7 @@ FAMILIES = ["k8s_crashloop", "log_triage", "alert_chain"]
 #: A roomy window and a tight one (the tight one makes every strategy compact, summarize or overflow).
 PROFILES = ["frontier", "small"]
 #: Examples per strategy: the file runs every registered strategy, so it keeps each one short.
-EXAMPLES = 6
+EXAMPLES = 10
 
 
 @functools.lru_cache(maxsize=32)
