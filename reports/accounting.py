@@ -219,18 +219,30 @@ def write_accounting_report(run: OpenRun, formats: Sequence[str]) -> list[Path]:
 
 
 def _lead(sessions: pd.DataFrame, order: Sequence[str]) -> str:
-    """One sentence: the strategy that sends the fewest input tokens, against unbounded, and what it hides."""
-    means = sessions.groupby("strategy")[["input_tokens", "hidden_outputs", "hidden_output_tokens",
+    """The fewest input tokens and the lowest cost among the strategies that sent every call, each against
+    unbounded, with what that strategy hides."""
+    means = sessions.groupby("strategy")[["input_tokens", "cost_usd", "hidden_outputs", "hidden_output_tokens",
                                           "calls_not_sent"]].mean()
     fitting = [s for s in order if s in means.index and means.loc[s, "calls_not_sent"] == 0]
+    count = sessions["session_index"].nunique()
     if not fitting:
-        return (f"{sessions['session_index'].nunique()} recorded sessions; no strategy fit every call into the "
-                "profile's window.")
-    best = min(fitting, key=lambda s: (means.loc[s, "input_tokens"], order.index(s)))
-    text = (f"{sessions['session_index'].nunique()} recorded sessions, {len(order)} strategies. Fewest input tokens "
-            f"with every call sent: {best} ({means.loc[best, 'input_tokens']:,.0f} per session")
-    if BASELINE in means.index and best != BASELINE and means.loc[BASELINE, "input_tokens"]:
-        saved = 1 - means.loc[best, "input_tokens"] / means.loc[BASELINE, "input_tokens"]
-        text += f", {saved:.0%} fewer than {BASELINE}"
-    return (text + f"), hiding {means.loc[best, 'hidden_outputs']:.1f} tool outputs "
-            f"({means.loc[best, 'hidden_output_tokens']:,.0f} tokens) per session.")
+        return f"{count} recorded sessions; no strategy fit every call into the profile's window."
+
+    def against_baseline(strategy: str, column: str) -> str:
+        if BASELINE in means.index and strategy != BASELINE and means.loc[BASELINE, column]:
+            change = means.loc[strategy, column] / means.loc[BASELINE, column] - 1
+            return f", {change:+.0%} against {BASELINE}"
+        return ""
+
+    def hides(strategy: str) -> str:
+        return (f"hiding {means.loc[strategy, 'hidden_outputs']:.1f} tool outputs "
+                f"({means.loc[strategy, 'hidden_output_tokens']:,.0f} tokens) per session")
+
+    fewest = min(fitting, key=lambda s: (means.loc[s, "input_tokens"], order.index(s)))
+    cheapest = min(fitting, key=lambda s: (means.loc[s, "cost_usd"], order.index(s)))
+    text = (f"{count} recorded sessions, {len(order)} strategies, among those that sent every call: fewest input "
+            f"tokens, {fewest} ({means.loc[fewest, 'input_tokens']:,.0f} per session"
+            f"{against_baseline(fewest, 'input_tokens')}; {hides(fewest)}); lowest cost, {cheapest} "
+            f"(${means.loc[cheapest, 'cost_usd']:,.4f} per session{against_baseline(cheapest, 'cost_usd')}; "
+            f"{hides(cheapest)}).")
+    return text
