@@ -49,6 +49,7 @@ from reports.inputs import (
     open_run_dir,
 )
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
+from reports.memory import MEMORY_REPORT_COLUMNS, memory_html, memory_markdown
 from reports.outcomes import OutcomeHits, explain_outcomes
 from reports.outputs import Png, check_targets, write_files
 from reports.stats import METRICS, Metric, metrics_of
@@ -227,7 +228,8 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
     path, manifest, run_id = run.path, run.manifest, run.run_id
     config_text = run.config_text()
-    sessions = run.sessions(REPORT_COLUMNS, optional=(*SWEEP_COLUMNS, *OPTIONAL_STATS_COLUMNS, *TOOL_NAME_COLUMNS))
+    sessions = run.sessions(REPORT_COLUMNS, optional=(*SWEEP_COLUMNS, *OPTIONAL_STATS_COLUMNS, *TOOL_NAME_COLUMNS,
+                                                      *MEMORY_REPORT_COLUMNS))
     strategies = _strategy_order(sessions, manifest)
     chosen, note = choose_baseline(strategies, baseline)
     if sessions.empty:
@@ -695,7 +697,7 @@ def _breakdowns_html(data: ReportData) -> list[str]:
     return ["<h3>By scenario family</h3>", html_table(families_table(data)),
             "<h3>Loop rate by rule</h3>",
             html_table(loops) if len(loops.header) > 1 else "<p>No loops were detected.</p>",
-            *tool_names_html(data.sessions)]
+            *tool_names_html(data.sessions), *memory_html(data.sessions)]
 
 
 def _breakdowns_markdown(data: ReportData) -> list[str]:
@@ -704,7 +706,7 @@ def _breakdowns_markdown(data: ReportData) -> list[str]:
     loops = loops_table(data)
     return ["### By scenario family", "", md_table(families_table(data)), "", "### Loop rate by rule", "",
             md_table(loops) if len(loops.header) > 1 else "No loops were detected.", "",
-            *tool_names_markdown(data.sessions)]
+            *tool_names_markdown(data.sessions), *memory_markdown(data.sessions)]
 
 
 def _run_html(data: ReportData) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
-from scenarios.base import Call, Fault, Handoff, ScenarioFamily, ScenarioParams, SessionScript, register
+from scenarios.base import Call, Fault, Handoff, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, InvalidScript, ScriptDraft, lit
 from scenarios.deploy_regression import (
     AUTHORS,
@@ -48,6 +48,9 @@ from scenarios.text import (
     table,
 )
 
+#: The teams' namespaces a session may run in (the value is one of them and a suffix).
+NAMESPACES = ("shop", "prod", "core", "edge")
+
 AGENTS = ["analysis", "diagnosis", "remediation", "verification", "reporting"]
 #: Share of the exploration steps each agent makes (J).
 AGENT_WEIGHTS = (0.25, 0.3, 0.15, 0.15, 0.15)
@@ -73,16 +76,22 @@ class AlertChainParams(ScenarioParams):
 class AlertChainDraft(ScriptDraft):
     """One alert_chain script being generated: the incident's facts, and one method per kind of step."""
 
-    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
-        super().__init__(scenario, seed, params)
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams, series: Series | None = None) -> None:
+        super().__init__(scenario, seed, params, series)
         b, d = self.builder, self.draws
         #: The app's name: the failing service's value, its pods and its config map start with it.
         self.base = d.choice(BASES)
+        if series is not None:  # the service is durable (below): its app's name is the series' too
+            self.base = series.draws("service").choice(BASES)
         self.other_bases = d.sample([x for x in BASES if x != self.base], 6)
 
-        self.namespace = b.fact("namespace", "namespace", d.choice(("shop", "prod", "core", "edge")))
+        # Durable: the team's namespace stays from one incident to the next (the task states it).
+        self.namespace = b.fact("namespace", "namespace", d.choice(NAMESPACES),
+                                durable=lambda s: s.choice(NAMESPACES) + "-" + s.token(4, BASE32))
         self.alert_id = b.fact("alert_id", "alert", "alert")
-        self.service = b.fact("service", "service", self.base)
+        # Durable: the failing app's service keeps its name from one incident to the next.
+        self.service = b.fact("service", "service", self.base,
+                              durable=lambda s: f"{s.choice(BASES)}-{s.token(4, BASE32)}")
         self.canary = b.decoy("service")  # the canary service of the same app
         self.others = [b.value(x) for x in self.other_bases]
         self.bad_release = b.fact("bad_release", "release", "rel")
@@ -470,5 +479,5 @@ class AlertChain(ScenarioFamily):
 
     Params = AlertChainParams
 
-    def generate(self, seed: int) -> SessionScript:
-        return AlertChainDraft(self.name, seed, self.params).script()
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
+        return AlertChainDraft(self.name, seed, self.params, series).script()

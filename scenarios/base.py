@@ -11,10 +11,19 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    model_serializer,
+    model_validator,
+)
 
 from harness.core.registry import Registry
 from harness.core.tokens import default_tokenizer
+from scenarios.draws import Draws, derive_seed
 
 ENTRY_POINT_GROUP = "ctxbench.scenarios"
 LITERAL_PREFIX = "lit:"
@@ -38,6 +47,41 @@ class Fact(_Model):
     value: str = Field(min_length=1)
     kind: str
     lookup: Lookup = "literal"
+    #: A project-level fact that outlives one incident (a namespace, a database, a container name): in a
+    #: series of sessions its value comes from the series, so an agent's memory file may hold it. Set
+    #: only on scripts generated in a series (`Series`).
+    durable: bool = False
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # ``durable`` is written only when set: a script outside a series stays byte for byte what it was
+        # before the field existed (tests/scenarios pins scripts by hash).
+        data: dict[str, Any] = handler(self)
+        if not self.durable:
+            data.pop("durable", None)
+        return data
+
+
+class Series(_Model):
+    """Where a session sits in a series of sessions on the same project (``[series]`` of a run config):
+    the series' seed, the session's position in it, and the chance that a durable fact's true value
+    changes between two consecutive sessions (J, the config's ``p_change``).
+
+    A durable fact's value is a function of the series seed, the fact's key and its change epoch (how
+    many changes happened up to this position), so sessions of a series share it until it changes."""
+
+    series_seed: int
+    position: int = Field(ge=0)
+    p_change: float = Field(0.0, ge=0, le=1)
+
+    def epoch(self, key: str) -> int:
+        """Changes of ``key``'s value from the series' first session up to this one."""
+        return sum(Draws(derive_seed(self.series_seed, key, "change", j)).uniform() < self.p_change
+                   for j in range(1, self.position + 1))
+
+    def draws(self, key: str) -> Draws:
+        """The draws that make durable fact ``key``'s value in this session (shared within an epoch)."""
+        return Draws(derive_seed(self.series_seed, key, "value", self.epoch(key)))
 
 
 class Task(_Model):
@@ -262,8 +306,9 @@ class ScenarioFamily(abc.ABC):
         self.params = params
 
     @abc.abstractmethod
-    def generate(self, seed: int) -> SessionScript:
-        """The script for ``seed``: a function of the seed and the params alone."""
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
+        """The script for ``seed``: a function of the seed and the params alone; in a ``series``, its
+        durable facts' values come from the series instead (the rest is the session's own)."""
 
 
 _REGISTRY: Registry[type[ScenarioFamily]] = Registry("scenario", ENTRY_POINT_GROUP)
@@ -274,11 +319,12 @@ get = _REGISTRY.get
 names = _REGISTRY.names
 
 
-def generate(name: str, seed: int, **params: Any) -> SessionScript:
-    """The script of family ``name`` for ``seed``: the same on every machine. Bad params raise
-    pydantic.ValidationError naming the field; an unknown name raises KeyError."""
+def generate(name: str, seed: int, *, series: Series | None = None, **params: Any) -> SessionScript:
+    """The script of family ``name`` for ``seed`` (in ``series`` when given): the same on every machine.
+    Bad params raise pydantic.ValidationError naming the field; an unknown name raises KeyError."""
     cls = get(name)
-    return cls(cls.Params(**params)).generate(seed)
+    family = cls(cls.Params(**params))
+    return family.generate(seed) if series is None else family.generate(seed, series)
 
 
 def script_summary(script: SessionScript) -> dict[str, Any]:

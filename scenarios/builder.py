@@ -19,6 +19,7 @@ from scenarios.base import (
     Handoff,
     Lookup,
     ScenarioParams,
+    Series,
     SessionScript,
     Step,
     Task,
@@ -54,10 +55,12 @@ class CoreStep(NamedTuple):
 
 
 class ScriptBuilder:
-    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams, series: Series | None = None) -> None:
         self.scenario = scenario
         self.seed = seed
         self.params = params
+        #: The series the session belongs to (durable facts take their values from it), if any.
+        self.series = series
         self.draws = Draws(derive_seed(seed, scenario))
         self.facts: dict[str, Fact] = {}
         self.decoys: dict[str, list[str]] = {}
@@ -92,16 +95,24 @@ class ScriptBuilder:
         return self.distinct(lambda: f"{word}-{self.draws.token(4, BASE32)}")
 
     def fact(self, key: str, kind: str, word: str | None = None, *, value: str | None = None,
-             lookup: Lookup = "literal") -> str:
+             lookup: Lookup = "literal", durable: Callable[[Draws], str] | None = None) -> str:
         """Define fact ``key`` (a fresh value of shape ``word``, or ``value``); ``lookup`` says how the
-        agent finds it (see `scenarios.base.Lookup`)."""
+        agent finds it (see `scenarios.base.Lookup`). ``durable`` marks a project-level fact: in a
+        series it makes the value from the series' draws for the key (`Series.draws`) instead."""
         if key in self.facts:
             raise InvalidScript(f"fact {key!r} defined twice")
         if value is None:
             value = self.value(word or kind)
         elif value not in self._values:
             self._values.append(value)
-        self.facts[key] = Fact(key=key, value=value, kind=kind, lookup=lookup)
+        if durable is not None and self.series is not None:
+            # The session's own value was drawn all the same, so every later draw of the session is
+            # where it would be outside the series.
+            self._values.remove(value)
+            shared = self.series.draws(key)
+            value = self.distinct(lambda: durable(shared))
+        self.facts[key] = Fact(key=key, value=value, kind=kind, lookup=lookup,
+                               durable=durable is not None and self.series is not None)
         return value
 
     def decoy(self, key: str, word: str | None = None, *, value: str | None = None) -> str:
@@ -233,8 +244,9 @@ class ScriptDraft(abc.ABC):
     """One script being generated. Each family subclasses it: the incident's facts are attributes
     drawn in ``__init__``, each kind of step is a method, and `script` assembles the session."""
 
-    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
-        self.builder = ScriptBuilder(scenario, seed, params)
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams, series: Series | None = None) -> None:
+        self.builder = ScriptBuilder(scenario, seed, params, series)
+        self.series = series
         self.draws = self.builder.draws
         self.clock = Clock(self.draws.child("clock"))
         self.turns = self.builder.turns()

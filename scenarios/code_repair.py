@@ -41,7 +41,7 @@ from typing import ClassVar
 
 from pydantic import Field, StrictInt
 
-from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
+from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import TURNS_MAX, TURNS_MIN, CoreStep, ScriptDraft, lit
 from scenarios.draws import HEX, Draws
 
@@ -237,8 +237,8 @@ class PythonText:
 class CodeRepairDraft(ScriptDraft):
     """One code_repair script being generated: the bug's facts, and one method per kind of step."""
 
-    def __init__(self, scenario: str, seed: int, params: CodeRepairParams) -> None:
-        super().__init__(scenario, seed, params)
+    def __init__(self, scenario: str, seed: int, params: CodeRepairParams, series: Series | None = None) -> None:
+        super().__init__(scenario, seed, params, series)
         if params.turns is None:
             t = self.draws.child("turns").lognormal(TURNS_MEDIAN, TURNS_SIGMA)
             self.turns = max(TURNS_MIN, min(TURNS_MAX, round(t)))
@@ -836,5 +836,5 @@ class CodeRepair(ScenarioFamily):
     Params = CodeRepairParams
     params: CodeRepairParams
 
-    def generate(self, seed: int) -> SessionScript:
-        return CodeRepairDraft(self.name, seed, self.params).script()
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
+        return CodeRepairDraft(self.name, seed, self.params, series).script()

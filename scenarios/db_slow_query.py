@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import ClassVar
 
-from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
+from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, Draws
 from scenarios.text import Clock, fill_lines, metric_series, psql_table
@@ -139,12 +139,16 @@ def filler_query(d: Draws) -> str:
 class DbSlowQueryDraft(ScriptDraft):
     """One db_slow_query script being generated: the incident's facts, and one method per kind of step."""
 
-    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
-        super().__init__(scenario, seed, params)
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams, series: Series | None = None) -> None:
+        super().__init__(scenario, seed, params, series)
         b, d = self.builder, self.draws
         self.service = d.choice(SERVICES)
+        if series is not None:  # the database is durable (below): its service is the series' too
+            self.service = series.draws("database").choice(SERVICES)
         self.alert_id = b.fact("alert_id", "alert", "alert")
-        self.database = b.fact("database", "database", value=self._database_value())
+        # Durable: the service's database keeps its name from one incident to the next.
+        self.database = b.fact("database", "database", value=self._database_value(),
+                               durable=lambda s: f"{s.choice(SERVICES)}-pg-{s.token(4, BASE32)}")
         self.database_decoys = [b.decoy("database", value=self._database_value()) for _ in range(d.integer(2, 3))]
         self.query_id = b.fact("query_id", "query_id", "qid", lookup="latent")
         self.query_id_decoys = [b.decoy("query_id", "qid") for _ in range(d.integer(3, 5))]
@@ -504,5 +508,5 @@ class DbSlowQuery(ScenarioFamily):
 
     Params = DbSlowQueryParams
 
-    def generate(self, seed: int) -> SessionScript:
-        return DbSlowQueryDraft(self.name, seed, self.params).script()
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
+        return DbSlowQueryDraft(self.name, seed, self.params, series).script()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
+from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, Draws
 from scenarios.text import (
@@ -25,6 +25,9 @@ from scenarios.text import (
     stack_trace,
     table,
 )
+
+#: The teams' namespaces a session may run in (the value is one of them and a suffix).
+NAMESPACES = ("shop", "prod", "core", "edge")
 
 SERVICES = ("checkout", "payments", "cart", "search", "inventory", "pricing", "ledger", "notify", "gateway",
             "profile")
@@ -265,13 +268,15 @@ def events_text(d: Draws, clock: Clock, service: str, n_bytes: int) -> str:
 class DeployRegressionDraft(ScriptDraft):
     """One deploy_regression script being generated: the incident's facts, and one method per kind of step."""
 
-    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
-        super().__init__(scenario, seed, params)
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams, series: Series | None = None) -> None:
+        super().__init__(scenario, seed, params, series)
         b, d = self.builder, self.draws
         self.service = d.choice(SERVICES)
         self.others = [s for s in SERVICES if s != self.service]
 
-        self.namespace = b.fact("namespace", "namespace", d.choice(("shop", "prod", "core", "edge")))
+        # Durable: the team's namespace stays from one incident to the next (the task states it).
+        self.namespace = b.fact("namespace", "namespace", d.choice(NAMESPACES),
+                                durable=lambda s: s.choice(NAMESPACES) + "-" + s.token(4, BASE32))
         self.alert_id = b.fact("alert_id", "alert", "alert")
         self.bad_release = b.fact("bad_release", "release", "rel")
         self.good_release = b.fact("good_release", "release", "rel")
@@ -542,5 +547,5 @@ class DeployRegression(ScenarioFamily):
 
     Params = DeployRegressionParams
 
-    def generate(self, seed: int) -> SessionScript:
-        return DeployRegressionDraft(self.name, seed, self.params).script()
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
+        return DeployRegressionDraft(self.name, seed, self.params, series).script()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
-from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
+from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, HEX
 from scenarios.text import (
@@ -37,8 +37,8 @@ class K8sCrashloopParams(ScenarioParams):
 class K8sCrashloopDraft(ScriptDraft):
     """One k8s_crashloop script being generated: the incident's facts, and one method per kind of step."""
 
-    def __init__(self, scenario: str, seed: int, params: ScenarioParams) -> None:
-        super().__init__(scenario, seed, params)
+    def __init__(self, scenario: str, seed: int, params: ScenarioParams, series: Series | None = None) -> None:
+        super().__init__(scenario, seed, params, series)
         b, d = self.builder, self.draws
         self.deployment = d.choice(DEPLOYMENTS)
         self.namespace = b.fact("namespace", "namespace", d.choice(("shop", "prod", "payments", "core")))
@@ -47,7 +47,8 @@ class K8sCrashloopDraft(ScriptDraft):
         # Near-duplicates: other pods of the same deployment.
         self.bad_pod_decoys = [b.decoy("bad_pod", value=self._pod_value()) for _ in range(2)]
         self.node = b.fact("node", "node", "node")
-        self.container = b.fact("container", "container", "worker")
+        # Durable: the deployment's container keeps its name from one incident to the next.
+        self.container = b.fact("container", "container", "worker", durable=lambda s: f"worker-{s.token(4, BASE32)}")
         self.oom_event = b.fact("oom_event", "event", "oomevt")
         self.oom_event_decoy = b.decoy("oom_event", "oomevt")
         self.error_code = b.fact("error_code", "error_code", "heapfail", lookup="latent")
@@ -248,5 +249,5 @@ class K8sCrashloop(ScenarioFamily):
 
     Params = K8sCrashloopParams
 
-    def generate(self, seed: int) -> SessionScript:
-        return K8sCrashloopDraft(self.name, seed, self.params).script()
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
+        return K8sCrashloopDraft(self.name, seed, self.params, series).script()

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, SessionScript, register
+from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, HEX, Draws
 from scenarios.text import (
@@ -34,6 +34,9 @@ from scenarios.text import (
     table,
     trace_id,
 )
+
+#: The teams' namespaces a session may run in (the value is one of them and a suffix).
+NAMESPACES = ("shop", "prod", "edge", "core")
 
 ENTRY_SERVICES = ("gateway", "storefront", "checkout", "mobile-bff", "api-edge")
 DOWNSTREAM = ("payments", "ledger", "inventory", "pricing", "accounts", "shipping", "fraud-check", "catalog",
@@ -99,8 +102,8 @@ def build_dump(make_line: Callable[[], tuple[str, str]], n_bytes: int, groups: S
 class LogTriageDraft(ScriptDraft):
     """One log_triage script being generated: the incident's facts, and one method per kind of step."""
 
-    def __init__(self, scenario: str, seed: int, params: LogTriageParams) -> None:
-        super().__init__(scenario, seed, params)
+    def __init__(self, scenario: str, seed: int, params: LogTriageParams, series: Series | None = None) -> None:
+        super().__init__(scenario, seed, params, series)
         self.params = params
         b, d = self.builder, self.draws
         self.entry = d.choice(ENTRY_SERVICES)
@@ -109,7 +112,9 @@ class LogTriageDraft(ScriptDraft):
         self.mid, self.down, self.others = chain[0], chain[1], chain[2:]
         self.services = [self.entry, *chain]
 
-        self.namespace = b.fact("namespace", "namespace", d.choice(("shop", "prod", "edge", "core")))
+        # Durable: the team's namespace stays from one incident to the next (the task states it).
+        self.namespace = b.fact("namespace", "namespace", d.choice(NAMESPACES),
+                                durable=lambda s: s.choice(NAMESPACES) + "-" + s.token(4, BASE32))
         self.alert_id = b.fact("alert_id", "alert", "alert")
         self.trace_id = b.fact("trace_id", "trace", "trace")
         self.trace_decoys = [b.decoy("trace_id", "trace") for _ in range(d.integer(4, 6))]
@@ -430,5 +435,5 @@ class LogTriage(ScenarioFamily):
     Params = LogTriageParams
     params: LogTriageParams
 
-    def generate(self, seed: int) -> SessionScript:
-        return LogTriageDraft(self.name, seed, self.params).script()
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
+        return LogTriageDraft(self.name, seed, self.params, series).script()

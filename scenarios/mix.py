@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from scenarios.base import ScenarioFamily, ScenarioParams, SessionScript, get, names, register
+from scenarios.base import ScenarioFamily, ScenarioParams, Series, SessionScript, get, names, register
 from scenarios.draws import Draws, derive_seed
 
 #: Families the default mix draws from, equally likely.
@@ -73,8 +73,9 @@ class Mix(ScenarioFamily):
         families = list(self.params.weights)
         return Draws(derive_seed(seed, "mix")).weighted(families, [self.params.weights[f] for f in families])
 
-    def generate(self, seed: int) -> SessionScript:
+    def generate(self, seed: int, series: Series | None = None) -> SessionScript:
         family = self.family_for(seed)
         cls = get(family)
         shared = self.params.model_dump(exclude={"weights", "family_params"})
-        return cls(cls.Params(**shared, **self.params.family_params.get(family, {}))).generate(seed)
+        generator = cls(cls.Params(**shared, **self.params.family_params.get(family, {})))
+        return generator.generate(seed) if series is None else generator.generate(seed, series)

@@ -86,6 +86,8 @@ class StrategyEntry(BaseModel):
     normalize_tool_names: bool | None = None
     #: This entry's model profile (a name or a table like the run's ``model``); none = the run's.
     model: str | dict[str, Any] | None = None
+    #: Keep a MEMORY.md across the sessions of a series (needs ``[series]``); none = off.
+    memory: bool | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -100,6 +102,20 @@ class StrategyEntry(BaseModel):
 
 
 SweepValue = int | float | bool | str
+
+
+class SeriesSpec(BaseModel):
+    """The ``[series]`` table: sessions form series on one project, each of ``length`` consecutive
+    session indexes (series = index // length, position = index % length). A strategy entry with
+    ``memory = true`` keeps a MEMORY.md across the sessions of a series (`harness.sim.memory`)."""
+
+    model_config = STRICT | ConfigDict(extra="forbid", frozen=True)
+
+    length: int = Field(ge=1, le=10_000)
+    #: (J) Chance that the agent writes a durable fact it saw into MEMORY.md at the end of a session.
+    p_write: float = Field(0.8, ge=0, le=1)
+    #: (J) Chance that a durable fact's true value changes between two sessions of a series.
+    p_change: float = Field(0.1, ge=0, le=1)
 
 
 class SweepSpec(BaseModel):
@@ -192,6 +208,8 @@ class RunConfig(BaseModel):
     strategies: list[StrategyEntry] = Field(default_factory=list)
     #: A grid over strategy params and profiles (see `SweepSpec`); none = one run as configured.
     sweep: SweepSpec | None = None
+    #: Sessions form series with persistent memory (see `SeriesSpec`); none = independent sessions.
+    series: SeriesSpec | None = None
     #: Keep the per-turn event log (``events.parquet``, what ``ctxbench view`` shows); false for huge runs
     #: that need only the two tables. Its cost, measured on examples/default.toml: about 10% more run time,
     #: an events.parquet half the size of calls.parquet, and a resume log half as large again.
@@ -235,6 +253,8 @@ class RunConfig(BaseModel):
             labels.add(strategy.key)
             if strategy.model is not None:
                 _resolve_profile(strategy.model, f"strategies[{i}].model")
+            if strategy.memory and self.series is None:
+                raise ValueError(f"strategies[{i}].memory: memory lasts across a series; add a [series] table")
         self.profile()  # raises ValueError naming the problem
         if self.sweep is not None:
             self._check_sweep(self.sweep)
@@ -330,9 +350,11 @@ class RunConfig(BaseModel):
     def sessions_per_batch(self) -> int:
         """``batch_size`` if set, else 8 sessions, or fewer so a batch stays about `REPLAYS_PER_BATCH`
         replays (sessions x variants)."""
-        if self.batch_size is not None:
-            return self.batch_size
-        return min(8, max(1, REPLAYS_PER_BATCH // len(self.variants())))
+        size = self.batch_size if self.batch_size is not None else \
+            min(8, max(1, REPLAYS_PER_BATCH // len(self.variants())))
+        if self.series is not None:  # whole series per batch, so memory never crosses a batch boundary
+            size = -(-size // self.series.length) * self.series.length
+        return size
 
     def strategy_entries(self) -> list[StrategyEntry]:
         """The strategies to run: the configured ones, or every registered one but the SDK managers
@@ -383,7 +405,7 @@ class RunConfig(BaseModel):
         data["strategies"] = [
             {"name": e.name, "label": e.key,
              **strategies.create(e.name, **e.params).params.model_dump(mode="json"),
-             **_switches_of(e)}
+             **_switches_of(e), **({"memory": True} if e.memory else {})}
             for e in self.strategy_entries()
         ]
         for row, e in zip(data["strategies"], self.strategy_entries(), strict=True):
@@ -394,6 +416,8 @@ class RunConfig(BaseModel):
         data["batch_size"] = self.sessions_per_batch()  # the plan's, chosen or not
         if self.sweep is None:
             data.pop("sweep", None)
+        if self.series is None:
+            data.pop("series", None)
         return data
 
     def config_hash(self) -> str:

@@ -23,7 +23,11 @@ from harness.run.parts import EventLines
 from harness.run.plan import BatchTask, VariantSpec
 from harness.run.store import SESSION_COLUMNS, RunError
 from harness.sim.kernel import replay
+from harness.sim.memory import MemoryStore
+from harness.sim.metrics import MEMORY_OFF_ROW
 from harness.sim.profiles import Profile
+from scenarios.base import Series
+from scenarios.draws import derive_seed
 
 __all__ = ["EXECUTORS", "BatchResult", "check_executor", "check_scheduler", "replay_batch", "run_batch"]
 
@@ -58,24 +62,42 @@ def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
     session_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
     event_rows: list[list[Any]] = []
+    series_plan = task.series
+    #: Each variant's memory as the previous session of the current series left it (a batch holds whole
+    #: series, in order, so this never needs another batch's sessions).
+    memories: dict[str, MemoryStore] = {}
     for planned in task.batch.sessions:
         scenario, params = task.scenarios[planned.scenario_index]
         seed = session_seed(task.root_seed, scenario, planned.session_index)
+        series: Series | None = None
+        extra: dict[str, Any] = {}
+        if series_plan is not None:
+            number, position = series_plan.locate(planned.session_index)
+            series = Series(series_seed=derive_seed(task.root_seed, scenario, "series", number), position=position,
+                            p_change=series_plan.p_change)
+            extra = {"series": number, "series_position": position}
+            if position == 0:
+                memories.clear()
         try:
-            script = scenarios.generate(scenario, seed, **params)
+            script = scenarios.generate(scenario, seed, series=series, **params)
         except Exception as e:  # a generator bug: record it against every variant and go on
             for spec in task.variants:
-                session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e))
+                session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e) | extra)
             continue
         for spec in task.variants:
+            memory = memories.get(spec.label, MemoryStore()) if series_plan is not None and spec.memory else None
             try:
                 result = replay(script, strategies.create(spec.name, **spec.params), profiles[spec.profile],
                                 switches=Switches(**spec.switches), scenario=scenario,
-                                session_index=planned.session_index, strategy_label=spec.label, events=keep_events)
+                                session_index=planned.session_index, strategy_label=spec.label, events=keep_events,
+                                memory=memory, p_write=series_plan.p_write if series_plan is not None else 0.0)
             except Exception as e:  # the run goes on; the row says what failed (exit code 1)
-                session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e))
+                session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e) | extra)
                 continue
-            session_rows.append(result.record.as_row() | spec.tags)
+            if result.memory is not None:
+                memories[spec.label] = result.memory
+            memory_row = (result.memory_row or MEMORY_OFF_ROW) if series_plan is not None else {}
+            session_rows.append(result.record.as_row() | spec.tags | extra | memory_row)
             call_rows.extend(c.as_row() for c in result.calls)
             event_rows.extend(result.event_rows)
     return BatchResult(task.batch.id, session_rows, call_rows, EventLines.of(event_rows))

@@ -15,7 +15,8 @@ import strategies
 from harness.core.switches import Switches
 from harness.run.config import RunConfig
 
-__all__ = ["Batch", "BatchTask", "PlannedSession", "VariantSpec", "allocate", "make_task", "plan", "shard_of"]
+__all__ = ["Batch", "BatchTask", "PlannedSession", "SeriesPlan", "VariantSpec", "allocate", "make_task", "plan",
+           "shard_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ class VariantSpec:
     profile: int
     #: The columns a session row gets besides the replay's own (model, sweep point).
     tags: dict[str, Any]
+    #: Keep a MEMORY.md across the sessions of a series (`StrategyEntry.memory`).
+    memory: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,21 @@ class BatchTask:
     profiles: tuple[dict[str, Any], ...]
     #: Keep the per-turn event log (`RunConfig.events`).
     events: bool = True
+    #: The run's ``[series]`` as plain data; None: sessions are independent.
+    series: SeriesPlan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPlan:
+    """`harness.run.config.SeriesSpec` as plain data for a worker."""
+
+    length: int
+    p_write: float
+    p_change: float
+
+    def locate(self, session_index: int) -> tuple[int, int]:
+        """(series, position in it) of a session index."""
+        return divmod(session_index, self.length)
 
 
 def make_task(config: RunConfig, batch: Batch) -> BatchTask:
@@ -103,7 +121,8 @@ def make_task(config: RunConfig, batch: Batch) -> BatchTask:
         dumped = variant.profile.model_dump(mode="json")
         if dumped not in profiles:
             profiles.append(dumped)
-        specs.append(VariantSpec(e.name, e.key, e.params, switches, profiles.index(dumped), variant.tags()))
+        specs.append(VariantSpec(e.name, e.key, e.params, switches, profiles.index(dumped), variant.tags(),
+                                 memory=bool(e.memory)))
     return BatchTask(
         batch=batch,
         root_seed=config.seed,
@@ -111,4 +130,6 @@ def make_task(config: RunConfig, batch: Batch) -> BatchTask:
         variants=tuple(specs),
         profiles=tuple(profiles),
         events=config.events,
+        series=None if config.series is None else SeriesPlan(config.series.length, config.series.p_write,
+                                                              config.series.p_change),
     )

@@ -56,7 +56,7 @@ from harness.run.config import RunConfig, first_error
 from harness.run.parts import EventLines, Part, PartError, PartProblem, encode_part, read_part
 from harness.run.plan import Batch, plan, shard_of
 from harness.sim.events import EVENT_KEY, EventRecord
-from harness.sim.metrics import CallRecord, SessionRecord
+from harness.sim.metrics import MEMORY_COLUMNS, SERIES_COLUMNS, CallRecord, SessionRecord
 
 __all__ = [
     "CALL_COLUMNS",
@@ -92,6 +92,12 @@ __all__ = [
 
 #: The replay's own columns, then where the row sits in the run: its profile and its sweep point.
 SESSION_COLUMNS = [*SessionRecord.__dataclass_fields__, "model", "sweep_param", "sweep_value"]
+
+
+def session_columns(config: RunConfig) -> list[str]:
+    """The sessions table's columns for ``config``: the series and memory columns only in a run with
+    ``[series]``, so a run without one keeps its tables byte for byte."""
+    return SESSION_COLUMNS if config.series is None else [*SESSION_COLUMNS, *SERIES_COLUMNS, *MEMORY_COLUMNS]
 CALL_COLUMNS = list(CallRecord.__dataclass_fields__)
 #: The columns of ``events.parquet`` (`EventRecord`'s fields): counts as int32 (a window's tokens, a
 #: tool output's characters and a session's events all fit), the session index as int64 like the
@@ -665,12 +671,12 @@ def _in_table_order(config: RunConfig, batch_ids: Iterable[str]) -> list[str]:
     return sorted(batch_ids, key=where.__getitem__)
 
 
-def _part_tables(path: Path, config_hash: str) -> BatchTables:
+def _part_tables(path: Path, config_hash: str, columns: list[str] = SESSION_COLUMNS) -> BatchTables:
     """The rows of the part at ``path``, verified again (RunError naming it when it changed since it
     was checked, or holds rows of another layout)."""
     try:
         part = read_part(path, config_hash=config_hash)
-        return BatchTables(path, _rows_table(part.session_rows, SESSION_COLUMNS),
+        return BatchTables(path, _rows_table(part.session_rows, columns),
                            _rows_table(part.call_rows, CALL_COLUMNS), events_table(part.event_rows))
     except PartError as e:  # checked a moment ago; changed since (another hand in the directory)
         raise RunError(str(e)) from None
@@ -686,7 +692,7 @@ def part_batches(run_dir: Path, config: RunConfig, batch_ids: Iterable[str]) -> 
 
     def batches() -> Iterator[BatchTables]:
         for batch_id in order:
-            yield _part_tables(run_dir / PARTS_DIR / f"{batch_id}.jsonl", config_hash)
+            yield _part_tables(run_dir / PARTS_DIR / f"{batch_id}.jsonl", config_hash, session_columns(config))
 
     return batches
 
@@ -712,7 +718,7 @@ def write_tables(out_dir: Path, config: RunConfig, source: BatchSource, *, batch
     row groups, each column of a group one array, and the same schema, which for sessions and calls is
     what pandas inferred from all their rows (`_Inferred`)."""
     layouts: list[tuple[str, _Inferred | _Fixed]] = [
-        (SESSIONS_TABLE, _Inferred(SESSION_COLUMNS, SESSION_KEY)),
+        (SESSIONS_TABLE, _Inferred(session_columns(config), SESSION_KEY)),
         (CALLS_TABLE, _Inferred(CALL_COLUMNS, CALL_KEY)),
     ]
     if config.events:
@@ -992,7 +998,7 @@ def _merged_batches(config: RunConfig, holders: dict[str, Path], finished: set[P
             for batch_id in order:
                 d = holders[batch_id]
                 if d not in cursors:
-                    yield _part_tables(d / PARTS_DIR / f"{batch_id}.jsonl", config_hash)
+                    yield _part_tables(d / PARTS_DIR / f"{batch_id}.jsonl", config_hash, session_columns(config))
                     continue
                 tables = [cursor.take(*bounds[batch_id]) for cursor in cursors[d]]
                 events = tables[2] if config.events else EVENT_SCHEMA.empty_table()

@@ -42,6 +42,7 @@ from typing import Any, Literal, overload
 
 import harness
 from harness.core.context import Context, ContextOverflow, Window
+from harness.core.crn import u
 from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.switches import Switches
 from harness.core.tokens import default_tokenizer
@@ -51,6 +52,7 @@ from harness.sim.billing import Billing, ModelCall, PromptCache
 from harness.sim.clock import SimClock
 from harness.sim.events import EventLog
 from harness.sim.loops import Event, StuckDetector
+from harness.sim.memory import LoadedMemory, MemoryStore
 from harness.sim.metrics import (
     THRASH_TURNS,
     CallRecord,
@@ -84,6 +86,10 @@ class SessionResult:
     calls: list[CallRecord]
     events: list[Event]
     event_rows: list[list[Any]] = field(default_factory=list)
+    #: With memory on: the agent's memory as the session left it, for the next session of its series.
+    memory: MemoryStore | None = None
+    #: With memory on: the session's memory columns (`harness.sim.metrics.MEMORY_COLUMNS`).
+    memory_row: dict[str, Any] = field(default_factory=dict)
 
 
 def clone(strategy: ContextStrategy) -> ContextStrategy:
@@ -110,7 +116,7 @@ class Replay:
 
     def __init__(self, script: SessionScript, strategy: ContextStrategy, profile: Profile, switches: Switches, *,
                  scenario: str | None = None, session_index: int = 0, strategy_label: str | None = None,
-                 events: bool = False) -> None:
+                 events: bool = False, memory: MemoryStore | None = None, p_write: float = 0.0) -> None:
         self.script = script
         self.template = strategy
         self.profile = profile
@@ -120,8 +126,22 @@ class Replay:
         self.label = strategy_label or strategy.name
         self.seed = script.seed
         self.meter = meter_of(script)
-        self.model = MockModel(script, profile, tokenizer=self.meter.tokenizer)
-        self.system_tokens = script.system_prompt_tokens
+        #: The agent's memory files (None: memory off) and what the session loaded of them.
+        self.memory = memory
+        self.p_write = p_write
+        self.loaded = memory.render() if memory is not None else LoadedMemory("", False, {})
+        # The memory block is part of the system prompt: its tokens are in every call's prompt.
+        self.system_tokens = script.system_prompt_tokens + (
+            self.meter.tokenizer.count(self.loaded.text) if self.loaded.text else 0)
+        self.model = MockModel(script, profile, system_tokens=self.system_tokens, tokenizer=self.meter.tokenizer)
+        durable = {key for key, fact in script.facts.items() if fact.durable}
+        # The model reads the block: a durable fact's line there counts as known (mock-model.md, memory).
+        self.model.memory = {k: v for k, v in self.loaded.facts.items() if k in durable}
+        self.memory_used: set[str] = set()
+        self.stale_memory_used = False
+        self.steps_skipped = 0
+        #: Keys the session saw in a tool output (what the agent can write to memory at the end).
+        self._seen: set[str] = set()
         self.clock = SimClock()
         self.tally = Tally()
         self.throttle = Throttle(profile, self.seed, self.clock)
@@ -183,7 +203,24 @@ class Replay:
         )
         self._result = SessionResult(record=record, calls=self.billing.calls, events=self.events,
                                      event_rows=self.log.rows if self.log is not None else [])
+        if self.memory is not None:
+            self._result.memory = self._written_memory(self.memory)
+            self._result.memory_row = {
+                "memory": True, "memory_chars": self.loaded.chars, "memory_truncated": self.loaded.truncated,
+                "memory_facts_used": len(self.memory_used), "stale_memory_used": self.stale_memory_used,
+                "steps_skipped": self.steps_skipped,
+            }
         return self._result
+
+    def _written_memory(self, memory: MemoryStore) -> MemoryStore:
+        """The memory after the session: each durable fact the session saw (stated by the task, or in a
+        tool output it read) is written with probability ``p_write``, a draw shared by every strategy."""
+        script, truth = self.script, self.model.truth
+        for key in sorted(k for k, fact in script.facts.items() if fact.durable):
+            seen = key in script.task.facts or key in self._seen
+            if seen and u(self.seed, "memory_write", "end", 0, key) < self.p_write:
+                memory = memory.remember(key, truth[key])
+        return memory
 
     @property
     def finished(self) -> bool:
@@ -230,9 +267,27 @@ class Replay:
             steps = [s for s in script.steps if s.agent == name]
         else:
             name, steps = "agent", list(script.steps)
+        if self.model.memory:
+            steps = self._skip_remembered(steps)
         self._agent_index, self._steps, self._step_index = index, steps, 0
         self._phase = "steps"
         self._agent = self._new_agent(name, first, steps)
+
+    def _skip_remembered(self, steps: list[Step]) -> list[Step]:
+        """``steps`` without those whose only purpose is durable facts the loaded memory already holds:
+        the agent goes straight on. A skipped step stays in the plan the agent knows (`producers`), so a
+        value that turns out wrong can still be fetched again."""
+        remembered = self.model.memory
+        kept: list[Step] = []
+        for step in steps:
+            if step.produces and all(key in remembered for key in step.produces):
+                self.steps_skipped += 1
+                for key in step.produces:
+                    self.producers.setdefault(key, step)
+                self.tools.record_done(step)
+            else:
+                kept.append(step)
+        return kept
 
     def _graded(self, agent: AgentState) -> Outcome:
         """The final answer succeeds when it states every final fact's true value."""
@@ -433,6 +488,7 @@ class Replay:
 
     def _complete(self, agent: AgentState, step: Step, *, produced: bool) -> None:
         if produced:
+            self._seen.update(step.produces)
             for key in step.produces:
                 self.producers.setdefault(key, step)
             self.tools.record_done(step)
@@ -445,8 +501,15 @@ class Replay:
         lost = self.tally.lost_keys
         for entry in decision.trace:
             key = entry.get("key")
-            if entry.get("branch") == "wrong":
+            branch = entry.get("branch")
+            if branch == "wrong":
                 self.tally.wrong_values += 1
+            elif branch == "memory":
+                self.memory_used.add(str(key))
+                self.stale_memory_used |= self.model.memory[str(key)] != self.model.truth[str(key)]
+                continue  # known from memory: not a fact lost from the context
+            elif branch == "recall" and key is not None:
+                self._seen.add(str(key))
             if key is not None and not entry.get("visible") and (
                     key in self.producers or key in self.script.task.facts):
                 if self.log is not None and str(key) not in lost:
@@ -664,11 +727,13 @@ def _final_values(message: Message) -> dict[str, str]:
 
 def replay(script: SessionScript, strategy: ContextStrategy | str, profile: Profile | str = "frontier", *,
            switches: Switches | None = None, scenario: str | None = None, session_index: int = 0,
-           strategy_label: str | None = None, events: bool = False, **switch_overrides: Any) -> SessionResult:
+           strategy_label: str | None = None, events: bool = False, memory: MemoryStore | None = None,
+           p_write: float = 0.0, **switch_overrides: Any) -> SessionResult:
     """Replay ``script`` under ``strategy`` (an instance, cloned per agent, or a registered name);
-    ``events`` also records the per-turn event log (`SessionResult.event_rows`)."""
+    ``events`` also records the per-turn event log (`SessionResult.event_rows`); ``memory`` (None: off)
+    is the agent's memory at the start, and `SessionResult.memory` what it wrote with ``p_write``."""
     instance = create(strategy) if isinstance(strategy, str) else strategy
     prof = builtin_profile(profile) if isinstance(profile, str) else profile
     sw = switches or Switches.for_strategy(instance, **switch_overrides)
     return Replay(script, instance, prof, sw, scenario=scenario, session_index=session_index,
-                  strategy_label=strategy_label, events=events).run()
+                  strategy_label=strategy_label, events=events, memory=memory, p_write=p_write).run()

@@ -207,3 +207,13 @@ class SessionEnded(BaseException):
         super().__init__(outcome)
         self.outcome = outcome
         self.rule = rule
+
+
+#: The sessions columns of a run with ``[series]`` (none otherwise, so a run without series keeps its
+#: tables byte for byte): where the session sits in its series, then what its memory did.
+SERIES_COLUMNS = ("series", "series_position")
+MEMORY_COLUMNS = ("memory", "memory_chars", "memory_truncated", "memory_facts_used", "stale_memory_used",
+                  "steps_skipped")
+#: A memory-off variant's values of `MEMORY_COLUMNS` in a series run.
+MEMORY_OFF_ROW: dict[str, Any] = {"memory": False, "memory_chars": 0, "memory_truncated": False,
+                                  "memory_facts_used": 0, "stale_memory_used": False, "steps_skipped": 0}

@@ -157,6 +157,9 @@ class MockModel:
         #: another message, so it is paged as usual.
         self.dead_stubs: dict[int, Message] = {}
         self._count = (tokenizer or default_tokenizer()).count
+        #: Durable facts whose ``- key: value`` line is in the memory block of the system prompt (empty:
+        #: memory off). The value is what the file says, which may be stale.
+        self.memory: dict[str, str] = {}
         #: The session's tool list spells some names with ``-``: either convention may be confused.
         self.mixed_conventions = any("-" in tool for tool in script.tool_names())
 
@@ -311,6 +314,13 @@ class MockModel:
                 entry["branch"] = "recall"
                 trace.append(entry)
                 return _Resolution(value=self.truth[key], branch="recall")
+        remembered = self.memory.get(key)
+        if remembered is not None and remembered not in self.banned(ctx, s):
+            # Known from the memory block (always in the prompt); an error that named the value bans it,
+            # and the agent then looks for it as if it had no memory.
+            entry["branch"] = "memory"
+            trace.append(entry)
+            return _Resolution(value=remembered, branch="memory")
         handle = self._visible_handle(ctx, key)
         if handle is not None:
             entry["branch"] = "retrieve"

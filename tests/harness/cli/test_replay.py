@@ -22,7 +22,8 @@ def test_replay_of_every_format_writes_a_report_that_says_it_is_exact(tmp_path: 
     md = (out / "report.md").read_text()
     assert md.startswith("# ctxbench accounting report: run")
     lead = md.splitlines()[2]
-    assert lead.startswith("14 recorded sessions, 3 strategies, among those that sent every call: fewest input tokens, ")
+    assert lead.startswith("14 recorded sessions, 3 strategies, among those that sent every call: fewest input "
+                           "tokens, ")
     assert "lowest cost, " in lead
     assert "Exact accounting, not a simulation" in md
     assert "## Against unbounded" in md and "## Recorded sessions" in md
