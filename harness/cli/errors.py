@@ -28,7 +28,7 @@ BUG_EXIT = 1
 #: their module is loaded: none can be raised before, and `ctxbench --help` stays free of the imports.
 LIBRARY_USAGE_ERRORS = (("harness.run.config", "ConfigError"), ("harness.run.store", "RunError"),
                         ("reports.inputs", "ReportInputError"), ("harness.run.traces", "TraceError"),
-                        ("harness.run.fitting", "FitError"))
+                        ("harness.run.fitting", "FitError"), ("harness.core.registry", "PluginError"))
 
 
 class UsageError(Exception):

@@ -14,6 +14,12 @@ NO_PLUGINS_ENV = "CTXBENCH_NO_PLUGINS"
 C = TypeVar("C", bound=type[Any])
 
 
+class PluginError(ValueError):
+    """A third-party plugin that cannot be loaded (its import raised: a bad registration such as a tool
+    name that differs from a registered one only by ``-``/``_``, a name registered twice, a missing
+    dependency). ``str()`` is one line naming the plugin's entry point and what went wrong."""
+
+
 class Registry(Generic[C]):
     def __init__(self, kind: str, group: str) -> None:
         self.kind = kind
@@ -41,7 +47,12 @@ class Registry(Generic[C]):
             return
         for ep in entry_points(group=self.group):
             if ep.name not in self._classes:
-                ep.load()  # importing the module runs its @register
+                try:
+                    ep.load()  # importing the module runs its @register
+                except Exception as e:  # any failure of the user's plugin is reported as theirs
+                    problem = " ".join(str(e).split()) or type(e).__name__
+                    raise PluginError(f"{self.kind} plugin {ep.name!r} ({ep.value}) cannot be loaded: {problem}") \
+                        from None
 
     def get(self, name: str) -> C:
         """The class registered under ``name``; KeyError listing the known names otherwise."""
