@@ -234,6 +234,28 @@ config_cases("top", "scenarios-as-table", toml(scenarios='[scenarios]\nname = "l
 config_cases("top", "strategies-as-string", toml({"strategies": '"unbounded"'}, strategies=""), USAGE,
              ("strategies",))
 
+# [series] and memory (persistent memory across a series of sessions)
+SERIES_BAD = {
+    "length-0": ("length = 0", "length"), "length-neg": ("length = -3", "length"),
+    "length-string": ('length = "10"', "length"), "length-float": ("length = 2.5", "length"),
+    "p_write-2": ("length = 2\np_write = 2.0", "p_write"), "p_write-nan": ("length = 2\np_write = nan", "p_write"),
+    "p_change-neg": ("length = 2\np_change = -0.1", "p_change"),
+    "p_change-inf": ("length = 2\np_change = inf", "p_change"),
+    "unknown-key": ("length = 2\nlenght = 3", "lenght"), "missing-length": ("p_write = 0.5", "length"),
+}
+for _name, (_body, _must) in SERIES_BAD.items():
+    config_cases("top", f"series-{_name}", toml(tail=f"[series]\n{_body}\n"), USAGE, ("series", _must), run=True)
+config_cases("top", "series-as-number", toml({"series": "10"}), USAGE, ("series",))
+config_cases("top", "memory-without-series", toml(strategies='[[strategies]]\nname = "unbounded"\nmemory = true\n'),
+             USAGE, ("memory",), run=True)
+config_cases("top", "memory-string", toml(strategies='[[strategies]]\nname = "unbounded"\nmemory = "yes"\n',
+                                          tail="[series]\nlength = 2\n"), USAGE, ("memory",))
+config_cases("top", "normalize-tool-names-string",
+             toml(strategies='[[strategies]]\nname = "unbounded"\nnormalize_tool_names = "on"\n'), USAGE,
+             ("normalize_tool_names",), run=True)
+config_cases("top", "series-and-memory-good",
+             toml(strategies='[[strategies]]\nname = "unbounded"\nmemory = true\n', tail="[series]\nlength = 2\n"),
+             OK, run=True)
 
 # scenarios ------------------------------------------------------------------------------------------------
 
@@ -843,4 +865,22 @@ add(
          produces=("out/report.html", "out/report.md", "out/sessions.parquet", "out/hidden.parquet")),
     Case("traces-fit-out-exists", "traces", ("fit", _T, "--out", "w.toml"), (*_GOOD_OPS, write("w.toml", "x = 1\n")),
          USAGE, ("w.toml",), damaged="w.toml"),
+)
+
+
+# export-otel: the OpenTelemetry export of a finished run ----------------------------------------------------------
+
+add(
+    Case("traces-export-otel-missing-dir", "traces", ("export-otel", "nope"), (), USAGE, ("nope",)),
+    Case("traces-export-otel-empty-dir", "traces", ("export-otel", "empty"), (Op("mkdir", "empty"),), USAGE,
+         ("empty",), damaged="empty"),
+    Case("traces-export-otel-out-in-missing-dir", "traces", ("export-otel", "run", "--out", "no/such/dir/t.jsonl"),
+         (Op("copy", "run", "good"),), USAGE, ("no/such/dir",), damaged="run"),
+    Case("traces-export-otel-to-unknown", "traces", ("export-otel", "run", "--to", "grpc"),
+         (Op("copy", "run", "good"),), USAGE, ("--to",), damaged="run"),
+    Case("traces-export-otel-damaged-sessions", "traces", ("export-otel", "run", "--out", "t.jsonl"),
+         (Op("copy", "run", "good"), damage("run", "sessions.parquet", "garbage")), USAGE, ("sessions.parquet",),
+         damaged="run", out="t.jsonl"),
+    Case("traces-export-otel-good", "traces", ("export-otel", "run", "--out", "t.jsonl", "--quiet"),
+         (Op("copy", "run", "good"),), OK, produces=("t.jsonl",)),
 )
