@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.core.messages import Role, Text, ToolResult, ToolUse
+from harness.core.messages import Role, to_converse
 from harness.run.traces.normal import (
     AUDIO_PLACEHOLDER,
     FILE_PLACEHOLDER,
@@ -188,15 +188,8 @@ def dump(session: ImportedSession) -> dict[str, str]:
                                       "created_at": _WRITTEN_AT, "updated_at": _WRITTEN_AT}),
     }
     for n, message in enumerate(session.messages):
-        content: list[dict[str, Any]] = []
-        for block in message.blocks:
-            if isinstance(block, Text):
-                content.append({"text": block.text})
-            elif isinstance(block, ToolUse):
-                content.append({"toolUse": {"toolUseId": block.id, "name": block.name, "input": dict(block.input)}})
-            elif isinstance(block, ToolResult):
-                content.append({"toolResult": {"toolUseId": block.tool_use_id, "status": block.status,
-                                               "content": [{"text": block.content}]}})
+        # Converse content blocks, without the metadata ctxbench's own writer adds (kind, pins).
+        content = to_converse(message)["content"]
         files[f"{agent}/messages/message_{n}.json"] = _json({
             "message": {"role": message.role, "content": content}, "message_id": n, "redact_message": None,
             "created_at": _WRITTEN_AT, "updated_at": _WRITTEN_AT})
