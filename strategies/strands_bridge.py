@@ -19,8 +19,9 @@ import importlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -316,6 +317,20 @@ class StrandsManagerParams(StrategyParams):
         return value
 
 
+@contextmanager
+def _strands_warnings_quiet() -> Iterator[None]:
+    """strands logs a warning each time a manager cannot trim ("all messages in trim range are pinned").
+    Replayed thousands of times, those are outcomes the tables count, not news for the person running
+    ctxbench: the ``strands`` logger is raised to ERROR for the call and restored after it."""
+    log = logging.getLogger("strands")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 @register("strands_manager")
 class StrandsManagerStrategy(ContextStrategy):
     """A strands-agents conversation manager, run on the ctxbench window.
@@ -355,7 +370,8 @@ class StrandsManagerStrategy(ContextStrategy):
         view = _WindowView(ctx)
         agent = StandInAgent(view.dicts, aux_model=_ContextSummaryModel(ctx, view), model=_WindowModel(ctx))
         try:
-            call(agent)
+            with _strands_warnings_quiet():
+                call(agent)
         except BaseException:
             view.keep_pins(ctx)
             raise

@@ -408,3 +408,30 @@ def test_a_run_config_refuses_an_unknown_manager_in_one_line() -> None:
         RunConfig(sessions=1, strategies=[{"name": "strands_manager", "manager": "Nope"}])
     message = str(caught.value)
     assert "strategies[0] (strands_manager)" in message and "unknown strands manager 'Nope'" in message
+
+
+def test_strands_warnings_stay_quiet_inside_a_replay_and_the_logger_is_restored(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Every message pinned: strands' SlidingWindow warns "all messages in trim range are pinned" each time.
+    messages = _pinned_history()
+    direct = StandInAgent([to_converse(m) for m in messages])
+    manager = strategies.create("strands_manager", options={"window_size": 2, "pin_first": 12})
+    with caplog.at_level(logging.WARNING):
+        manager.manager.apply_management(direct)  # type: ignore[attr-defined]
+    assert any(r.name.startswith("strands") for r in caplog.records)  # what the bridge keeps off stderr
+    caplog.clear()
+    level = logging.getLogger("strands").level
+    with caplog.at_level(logging.WARNING):
+        manager.apply(Context(messages))
+    assert not [r for r in caplog.records if r.name.startswith("strands")]
+    assert logging.getLogger("strands").level == level
+
+
+def _pinned_history() -> list:  # type: ignore[type-arg]
+    from harness.core.messages import Message, Text, ToolResult, ToolUse
+
+    out = [Message.build("user", [Text("task")], kind="task")]
+    for i in range(6):
+        out.append(Message.build("assistant", [ToolUse(f"t{i}", "read_file", {})]))
+        out.append(Message.build("user", [ToolResult(f"t{i}", "success", "x" * 50)]))
+    return out
