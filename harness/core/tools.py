@@ -323,6 +323,13 @@ class ToolRegistry(Mapping[str, type[ToolArgs]]):
     def __getitem__(self, name: str) -> type[ToolArgs]:
         return self._tools[name]
 
+    # The Mapping defaults go through __getitem__ and an exception; the tool player asks on every call.
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._tools.get(name, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._tools)
 

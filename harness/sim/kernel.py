@@ -46,7 +46,7 @@ from harness.core.crn import u
 from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.switches import Switches
 from harness.core.tokens import default_tokenizer
-from harness.core.tools import CATALOGUE, ContractError
+from harness.core.tools import CATALOGUE, ContractError, registry_for
 from harness.sim.agent import AgentState
 from harness.sim.billing import Billing, ModelCall, PromptCache
 from harness.sim.clock import SimClock
@@ -147,8 +147,9 @@ class Replay:
         self.throttle = Throttle(profile, self.seed, self.clock)
         self.billing = Billing(profile, self.seed, self.clock, self.tally, scenario=self.scenario,
                                session_index=session_index, strategy=self.label)
+        # The session's naming (the catalogue, or the one with hyphenated tools) decided once from its calls.
         self.tools = ToolPlayer(seed=self.seed, switches=switches, truth=self.model.truth, tally=self.tally,
-                                clock=self.clock)
+                                clock=self.clock, registry=registry_for(script.tool_names()))
         self.events: list[Event] = []
         #: key -> the step whose result first held it (the plan an agent may re-fetch from).
         self.producers: dict[str, Step] = {}
