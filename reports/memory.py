@@ -34,6 +34,9 @@ MECHANISM = ("With memory on, each session of a series starts with the MEMORY.md
 SAVED_NOTE = ("What memory saves by position in the series: per session, memory off minus memory on (the strategies "
               "pooled, the same sessions paired), with a 95% bootstrap interval over sessions; positive means memory "
               "saved it. Position 0 starts with an empty memory. Below it, each setting's own means.")
+#: The budget of the loaded memory, in characters: `harness.sim.memory.MEMORY_BUDGET_CHARS` (a report reads run
+#: directories only and does not import the simulator; a test keeps the two equal).
+MEMORY_BUDGET_CHARS = 6000
 #: The z value of a two-sided 95% normal interval of a mean.
 _Z95 = 1.959964
 
@@ -59,9 +62,11 @@ def memory_table(sessions: pd.DataFrame) -> Table:
         rows.append([Cell(str(int(position)), css="name"), Cell("on" if memory else "off"), Cell(f"{len(group)}"),
                      _mean_cell(group["turns"]), _mean_cell(group["input_tokens"]),
                      Cell(f"{group['steps_skipped'].mean():.2f}"),
-                     Cell(f"{100 * group['stale_memory_used'].mean():.1f}%")])
+                     Cell(f"{100 * group['stale_memory_used'].mean():.1f}%"),
+                     Cell(f"{group['memory_chars'].mean():,.0f}", sub=f"max {group['memory_chars'].max():,.0f}")])
     return Table("memory-table", ["position", "memory", "sessions", "turns", "input tokens", "steps skipped",
-                                  "stale memory used"], rows)
+                                  "stale memory used", f"memory loaded, chars (budget {MEMORY_BUDGET_CHARS:,})"],
+                 rows)
 
 
 _SAVED = {"input_tokens": Metric("tokens_saved", "input tokens saved", "tokens", "mean", "saved"),

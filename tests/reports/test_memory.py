@@ -40,3 +40,13 @@ def test_what_memory_saves_is_paired_over_the_same_sessions() -> None:
     assert table.rows[0][3].text == "+0.0" and table.rows[0][3].css == ""
     assert table.rows[1][3].text == "+5.0" and table.rows[1][3].sub == "[+5.0, +5.0]"
     assert table.rows[1][2].text == "+0.0"
+
+
+def test_the_memory_size_is_shown_against_the_simulators_budget() -> None:
+    from harness.sim import memory
+    from reports import memory as section
+
+    assert section.MEMORY_BUDGET_CHARS == memory.MEMORY_BUDGET_CHARS
+    table = memory_table(_sessions())
+    assert table.header[-1] == "memory loaded, chars (budget 6,000)"
+    assert table.rows[3][7].text == "60" and table.rows[0][7].text == "0"
