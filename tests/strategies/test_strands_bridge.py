@@ -413,6 +413,16 @@ def test_a_run_config_refuses_an_unknown_manager_in_one_line() -> None:
 def test_strands_warnings_stay_quiet_inside_a_replay_and_the_logger_is_restored(
         caplog: pytest.LogCaptureFixture) -> None:
     # Every message pinned: strands' SlidingWindow warns "all messages in trim range are pinned" each time.
+    # This module (and other test modules a worker imports) silence logging process-wide; lift it here.
+    disabled = logging.root.manager.disable
+    logging.disable(logging.NOTSET)
+    try:
+        _check_quiet(caplog)
+    finally:
+        logging.disable(disabled)
+
+
+def _check_quiet(caplog: pytest.LogCaptureFixture) -> None:
     messages = _pinned_history()
     direct = StandInAgent([to_converse(m) for m in messages])
     manager = strategies.create("strands_manager", options={"window_size": 2, "pin_first": 12})
