@@ -411,27 +411,34 @@ def test_a_run_config_refuses_an_unknown_manager_in_one_line() -> None:
 
 
 def test_strands_warnings_stay_quiet_inside_a_replay_and_the_logger_is_restored(
-        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # strands warns through its module loggers each time a manager cannot trim ("all messages in trim range
-    # are pinned"). A probe logger under "strands" stands for them: libraries imported by other test modules
-    # may have disabled strands' own loggers (dictConfig), and this module disables logging process-wide.
+    # are pinned"). A probe logger under "strands" stands for them, with its own handler: what other test
+    # modules and libraries did to logging in this process (a process-wide disable, strands' loggers disabled
+    # by a dictConfig, root handlers) must not decide the outcome.
     disabled = logging.root.manager.disable
     logging.disable(logging.NOTSET)
+    strands_logger = logging.getLogger("strands")
+    outer_level = strands_logger.level
+    strands_logger.setLevel(logging.NOTSET)
+    probe = logging.getLogger("strands.ctxbench_probe")
+    seen: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    probe.addHandler(handler)
     try:
-        probe = logging.getLogger("strands.ctxbench_probe")
         manager = strategies.create("strands_manager", options={"window_size": 2})
         monkeypatch.setattr(manager.manager, "apply_management",
                             lambda agent, **kwargs: probe.warning("all messages in trim range are pinned"))
-        with caplog.at_level(logging.WARNING):
-            probe.warning("outside a replay")
-        assert [r.getMessage() for r in caplog.records if r.name == probe.name] == ["outside a replay"]
-        caplog.clear()
+        probe.warning("outside a replay")
+        assert seen == ["outside a replay"]
         level = logging.getLogger("strands").level
-        with caplog.at_level(logging.WARNING):
-            manager.apply(Context(_pinned_history()))
-        assert not [r for r in caplog.records if r.name.startswith("strands")]
+        manager.apply(Context(_pinned_history()))
+        assert seen == ["outside a replay"]  # the manager's warning was not emitted
         assert logging.getLogger("strands").level == level
     finally:
+        probe.removeHandler(handler)
+        strands_logger.setLevel(outer_level)
         logging.disable(disabled)
 
 
