@@ -13,7 +13,9 @@ from __future__ import annotations
 import io
 import math
 import multiprocessing
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -806,8 +808,25 @@ def png_bytes(fig: Figure) -> bytes:
         # A label in a script the bundled font lacks (CJK, say) is drawn with a box per missing glyph;
         # matplotlib's warning, once per glyph and figure, would bury the command's own output.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
-        fig.savefig(buffer, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
+        with _interrupts_held():
+            fig.savefig(buffer, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
     return buffer.getvalue()
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while Agg draws: a KeyboardInterrupt raised inside its C++ drawing code comes
+    out as ``ValueError: Invalid bounding box`` (an internal error where the user pressed Ctrl-C). The
+    signals are delivered the moment the drawing returns, so the interrupt is handled as everywhere else."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def save_png(fig: Figure, path: Path) -> Path:
