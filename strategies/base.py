@@ -83,11 +83,6 @@ class ContextStrategy(ABC):
     def reduce(self, ctx: Context, overflow: BaseException | None = None) -> None:
         """Lower ``ctx.tokens`` strictly, or raise CannotReduce leaving ctx unchanged (R2)."""
 
-    def runtime_defaults(self) -> dict[str, object]:
-        """This strategy's defaults for the runtime switches (mock-model.md 3.2): contracts off,
-        plain errors, breaker off. A run config may override each per strategy entry."""
-        return {"contracts": False, "errors": "plain", "breaker": False, "token_budget": None}
-
 
 def commit(ctx: Context, new: Sequence[Message]) -> None:
     """R1/R5: replace the window in one slice assignment and count the non-summary messages that left."""

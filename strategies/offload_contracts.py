@@ -1,12 +1,13 @@
 """`offload_contracts`: move large tool outputs out of the window into a content-addressed store,
 leaving a stub with a preview and the facts' keys; the model pages them back with
-``retrieve_payload``. The runtime pairs it with typed tool contracts (strategies.md 3.7)."""
+``retrieve_payload``. The seed article pairs it with typed tool contracts, three-class errors and the
+breaker: that is a runtime (`harness.core.switches.CONTRACT_RUNTIME`), which any strategy may run under."""
 
 from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import Field, StrictInt
 
 from harness.core import (
     Block,
@@ -32,10 +33,6 @@ class OffloadContractsParams(StrategyParams):
     preview_chars: Annotated[StrictInt, Field(ge=0, le=4000)] = 300
     #: Most characters one retrieve_payload call returns.
     retrieve_chars: Annotated[StrictInt, Field(ge=256, le=10**7)] = 8000
-    #: Default of the runtime's contracts switch while this strategy runs.
-    contracts: StrictBool = True
-    #: Turns the breaker's token budget on with this value (input + output tokens of all calls).
-    token_budget: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
 def tool_name_of(ctx: Context, tool_use_id: str) -> str | None:
@@ -127,11 +124,6 @@ class OffloadContracts(ContextStrategy):
             raise CannotReduce("no tool output left to offload") from overflow
         self._store(ctx, payloads)
         commit(ctx, new)
-
-    def runtime_defaults(self) -> dict[str, object]:
-        """Typed contracts, three-class errors and the breaker come with offloading by default."""
-        return {"contracts": self.params.contracts, "errors": "three_class", "breaker": True,
-                "token_budget": self.params.token_budget}
 
     def retrieve(
         self, ctx: Context, handle: str, offset: int = 0, length: int | None = None

@@ -98,19 +98,6 @@ class Pipeline(ContextStrategy):
                 last = e
         raise CannotReduce("no stage could reduce") from last
 
-    def runtime_defaults(self) -> dict[str, object]:
-        """The stages' defaults combined: a switch is on if any stage turns it on."""
-        merged: dict[str, object] = dict(super().runtime_defaults())
-        for stage in self.stages:
-            d = stage.runtime_defaults()
-            merged["contracts"] = bool(merged["contracts"]) or bool(d["contracts"])
-            merged["breaker"] = bool(merged["breaker"]) or bool(d["breaker"])
-            if d["errors"] == "three_class":
-                merged["errors"] = "three_class"
-            if merged["token_budget"] is None:
-                merged["token_budget"] = d["token_budget"]
-        return merged
-
     def retrieve(
         self, ctx: Context, handle: str, offset: int = 0, length: int | None = None
     ) -> tuple[Literal["success", "error"], str]:

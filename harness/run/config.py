@@ -7,6 +7,7 @@ Every user mistake becomes a `ConfigError` whose message is one line naming the 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import scenarios
 import strategies
+from harness.core.switches import Switches
 from harness.sim.profiles import PROFILE_NAMES, Profile, TomlFileError, profile, profile_from_table, read_toml
 
 #: The embedded default config: ``harness/default.toml`` is a link to ``examples/default.toml`` in the
@@ -76,8 +78,9 @@ class StrategyEntry(BaseModel):
     contracts: bool | None = None
     errors: Literal["plain", "three_class"] | None = None
     breaker: bool | None = None
-    #: Bounded at 500,000 times the default budget (2M tokens): a larger one is no budget.
-    token_budget: int | None = Field(None, ge=1, le=10**12)
+    #: Tokens after which the session ends (0: no budget); none = the runtime's. Bounded at 500,000 times
+    #: the contract runtime's budget (2M tokens): a larger one is no budget.
+    token_budget: int | None = Field(None, ge=0, le=10**12)
     #: Tool-output cap in characters (0: uncapped); none = the default of `Switches`. Payloads are at
     #: most 10**7 bytes (`ScenarioParams`), so 10**9 is already "uncapped"; the bound keeps the
     #: session table's integer column in range.
@@ -88,6 +91,8 @@ class StrategyEntry(BaseModel):
     model: str | dict[str, Any] | None = None
     #: Keep a MEMORY.md across the sessions of a series (needs ``[series]``); none = off.
     memory: bool | None = None
+    #: The one runtime (a ``[[runtimes]]`` name) this entry runs under; none = every runtime of the run.
+    runtime: str | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -99,6 +104,26 @@ class StrategyEntry(BaseModel):
 
     def switch_overrides(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in SWITCH_KEYS if getattr(self, k) is not None}
+
+
+#: The runtime every strategy runs under when a config has no ``[[runtimes]]``: the plain scaffold.
+DEFAULT_RUNTIME = "default"
+#: What a runtime's name may hold: it ends the labels of a run with several runtimes (``condense+contracts``).
+RUNTIME_NAME = r"[A-Za-z0-9_-]+"
+
+
+class RuntimeEntry(Switches):
+    """One ``[[runtimes]]`` table: a name and any runtime switches (the ones not given keep the plain
+    runtime's value). Every strategy entry runs under every runtime of the run, so a strategy's effect can
+    be read within a runtime and a runtime's effect within a strategy."""
+
+    model_config = STRICT | ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=f"^{RUNTIME_NAME}$", max_length=40)
+
+    def switches(self) -> dict[str, Any]:
+        """The runtime's switch values, keyed as a strategy entry's overrides."""
+        return {k: getattr(self, k) for k in SWITCH_KEYS}
 
 
 SweepValue = int | float | bool | str
@@ -206,6 +231,8 @@ class RunConfig(BaseModel):
     scenarios: list[ScenarioEntry] = Field(default_factory=lambda: [ScenarioEntry(name="mix")], min_length=1)
     #: Empty means every registered strategy with its defaults.
     strategies: list[StrategyEntry] = Field(default_factory=list)
+    #: The runtimes every strategy runs under (crossed with the strategies); empty: the plain runtime.
+    runtimes: list[RuntimeEntry] = Field(default_factory=list)
     #: A grid over strategy params and profiles (see `SweepSpec`); none = one run as configured.
     sweep: SweepSpec | None = None
     #: Sessions form series with persistent memory (see `SeriesSpec`); none = independent sessions.
@@ -255,6 +282,22 @@ class RunConfig(BaseModel):
                 _resolve_profile(strategy.model, f"strategies[{i}].model")
             if strategy.memory and self.series is None:
                 raise ValueError(f"strategies[{i}].memory: memory lasts across a series; add a [series] table")
+        runtime_names = [r.name for r in self.runtime_entries()]
+        for i, name in enumerate(runtime_names):
+            if name in runtime_names[:i]:
+                raise ValueError(f"runtimes[{i}].name: {name!r} appears twice")
+        for i, strategy in enumerate(self.strategies):
+            if strategy.runtime is not None and strategy.runtime not in runtime_names:
+                raise ValueError(f"strategies[{i}].runtime: no runtime {strategy.runtime!r} in this config "
+                                 f"(known: {', '.join(runtime_names)})")
+        if len(runtime_names) > 1 and self.sweep is not None:
+            raise ValueError("runtimes: a sweep runs under one runtime; give one [[runtimes]] table or sweep "
+                             "each runtime in its own run")
+        crossed = [e.key for e in self.strategy_entries()]
+        for label in crossed:
+            if crossed.count(label) > 1:
+                raise ValueError(f"runtimes: two entries get the label {label!r} under the runtimes; give each "
+                                 "entry a label")
         self.profile()  # raises ValueError naming the problem
         if self.sweep is not None:
             self._check_sweep(self.sweep)
@@ -279,10 +322,11 @@ class RunConfig(BaseModel):
                 except ValidationError as e:
                     raise ValueError(f"sweep.params.{key}[{j}]: {first_error(e)}") from None
 
-    def entries_named(self, target: str) -> list[StrategyEntry]:
-        """The strategy entries ``target`` names. The label rule, the only place it is decided: an entry
-        whose label (or unlabelled name) is ``target`` wins; otherwise every entry of that strategy name."""
-        entries = self.strategy_entries()
+    def entries_named(self, target: str, *, configured: bool = False) -> list[StrategyEntry]:
+        """The strategy entries ``target`` names (among the configured entries when ``configured``, else
+        among those the run replays). The label rule, the only place it is decided: an entry whose label
+        (or unlabelled name) is ``target`` wins; otherwise every entry of that strategy name."""
+        entries = self.configured_entries() if configured else self.strategy_entries()
         by_key = [e for e in entries if e.key == target]
         return by_key or [e for e in entries if e.name == target]
 
@@ -301,24 +345,32 @@ class RunConfig(BaseModel):
     def select(self, strategy_keys: Sequence[str] | None = None, scenario_names: Sequence[str] | None = None,
                *, source: str | Path | None = None) -> RunConfig:
         """This config restricted to some strategy entries (each given by label or name, as
-        `entries_named` resolves them) and/or replaced scenarios (each family with its defaults). A
-        sweep grid over a strategy left out goes with it. ConfigError names the unknown entry."""
+        `entries_named` resolves them among the configured entries; a registered strategy the config
+        does not name runs with its defaults) and/or replaced scenarios (each family with its defaults).
+        A sweep grid over a strategy left out goes with it. ConfigError names the unknown entry."""
         if not strategy_keys and not scenario_names:
             return self
         data = self.model_dump(mode="python")
         if strategy_keys:
+            configured = self.configured_entries()
             chosen: list[StrategyEntry] = []
+            added: list[StrategyEntry] = []
             for wanted in strategy_keys:
-                named = self.entries_named(wanted)
+                named = self.entries_named(wanted, configured=True)
+                if not named and wanted in strategies.names():
+                    named = [StrategyEntry(name=wanted, **_default_params(wanted))]
+                    added += [e for e in named if e not in added]
                 if not named:
-                    known = sorted({e.key for e in self.strategy_entries()} | {e.name for e in self.strategy_entries()})
-                    raise ConfigError(f"--strategies: unknown {wanted!r} (known: {', '.join(known)})")
+                    known = sorted({e.key for e in configured} | set(strategies.names()))
+                    raise ConfigError(f"--strategies: unknown {wanted!r}{did_you_mean(wanted, known)} "
+                                      f"(known: {', '.join(known)})")
                 chosen += [e for e in named if e not in chosen]
-            kept = [e for e in self.strategy_entries() if e in chosen]
+            kept = [e for e in configured if e in chosen] + added
             data["strategies"] = [e.model_dump(exclude_none=True) | e.params for e in kept]
             if data.get("sweep"):
-                data["sweep"]["params"] = {k: v for k, v in data["sweep"]["params"].items()
-                                           if any(e in kept for e in self.entries_named(k.rpartition(".")[0]))}
+                data["sweep"]["params"] = {
+                    k: v for k, v in data["sweep"]["params"].items()
+                    if any(e in kept for e in self.entries_named(k.rpartition(".")[0], configured=True))}
         if scenario_names:
             for i, name in enumerate(scenario_names):
                 if name not in scenarios.names():
@@ -356,12 +408,34 @@ class RunConfig(BaseModel):
             size = -(-size // self.series.length) * self.series.length
         return size
 
-    def strategy_entries(self) -> list[StrategyEntry]:
-        """The strategies to run: the configured ones, or every registered one but the SDK managers
-        (`strategies.default_names`) with its defaults."""
+    def configured_entries(self) -> list[StrategyEntry]:
+        """The strategy entries as configured: the ``[[strategies]]`` tables, or every registered strategy
+        but the SDK managers (`strategies.default_names`) with its defaults."""
         if self.strategies:
             return list(self.strategies)
         return [StrategyEntry(name=n, **_default_params(n)) for n in strategies.default_names()]
+
+    def runtime_entries(self) -> list[RuntimeEntry]:
+        """The runtimes of the run: the ``[[runtimes]]`` tables, or the plain runtime alone."""
+        return list(self.runtimes) or [RuntimeEntry(name=DEFAULT_RUNTIME)]
+
+    def strategy_entries(self) -> list[StrategyEntry]:
+        """The strategies to run: each configured entry under its runtime, or under every runtime of the
+        run when it names none, with all its switches set (the entry's own overrides win over the
+        runtime's) and its runtime named. An entry crossed with several runtimes gets one label per
+        runtime, ending in ``+<runtime>``; every other label stays as configured."""
+        runtimes = self.runtime_entries()
+        out = []
+        for runtime in runtimes:
+            for entry in self.configured_entries():
+                if entry.runtime is not None and entry.runtime != runtime.name:
+                    continue
+                update: dict[str, Any] = {"runtime": runtime.name,
+                                          **(runtime.switches() | entry.switch_overrides())}
+                if entry.runtime is None and len(runtimes) > 1:
+                    update["label"] = f"{entry.key}+{runtime.name}"
+                out.append(entry.model_copy(update=update))
+        return out
 
     def variants(self) -> list[Variant]:
         """What the runner replays every session under: the strategy entries, expanded by the sweep.
@@ -405,7 +479,7 @@ class RunConfig(BaseModel):
         data["strategies"] = [
             {"name": e.name, "label": e.key,
              **strategies.create(e.name, **e.params).params.model_dump(mode="json"),
-             **_switches_of(e), **({"memory": True} if e.memory else {})}
+             **_switches_of(e), "runtime": e.runtime, **({"memory": True} if e.memory else {})}
             for e in self.strategy_entries()
         ]
         for row, e in zip(data["strategies"], self.strategy_entries(), strict=True):
@@ -418,6 +492,8 @@ class RunConfig(BaseModel):
             data.pop("sweep", None)
         if self.series is None:
             data.pop("series", None)
+        if not self.runtimes:
+            data.pop("runtimes", None)
         return data
 
     def config_hash(self) -> str:
@@ -473,14 +549,17 @@ def _same_value_key(value: SweepValue) -> tuple[str, object]:
 
 
 def _switches_of(entry: StrategyEntry) -> dict[str, Any]:
-    from harness.core.switches import Switches
-
-    instance = strategies.create(entry.name, **entry.params)
-    return Switches.for_strategy(instance, **entry.switch_overrides()).model_dump(mode="json")
+    return Switches(**entry.switch_overrides()).model_dump(mode="json")
 
 
 def _default_params(name: str) -> dict[str, Any]:
     return dict(DEFAULT_PIPELINE) if name == "pipeline" else {}
+
+
+def did_you_mean(wanted: str, known: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known`` to a mistyped ``wanted``, else ""."""
+    close = difflib.get_close_matches(wanted, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def first_error(e: ValidationError) -> str:

@@ -109,6 +109,7 @@ def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseE
     row |= {"scenario": scenario, "session_index": index, "seed": seed, "strategy": spec.label, "outcome": "error",
             "contracts": bool(switches["contracts"]), "errors": switches["errors"],
             "breaker": bool(switches["breaker"]), "output_cap_chars": int(switches["output_cap_chars"]),
+            "token_budget": int(switches["token_budget"]),
             "normalize_tool_names": bool(switches.get("normalize_tool_names", False)),
             "family": scenario, "loop_detected": False, "loop_rule": "",
             "context_tokens_mean": 0.0, "latency_s": 0.0, "tool_s": 0.0, "backoff_s": 0.0, "cost_usd": 0.0,

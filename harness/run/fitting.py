@@ -591,7 +591,7 @@ def _replayed(script: SessionScript, profile: Profile, *, scenario: str, index: 
     trace format ``fmt``. The agents of a multi-agent script follow each other in one transcript (a
     hand-over joins the previous agent's last message)."""
     strategy = create(REPLAY_STRATEGY)
-    replay = Replay(script, strategy, profile, Switches.for_strategy(strategy), scenario=scenario,
+    replay = Replay(script, strategy, profile, Switches(), scenario=scenario,
                     session_index=index)
     replay.run()
     messages = _alternating(m for ctx in replay.contexts.values() for m in ctx.messages)

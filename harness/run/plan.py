@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import strategies
 from harness.core.switches import Switches
 from harness.run.config import RunConfig
 
@@ -116,8 +115,7 @@ def make_task(config: RunConfig, batch: Batch) -> BatchTask:
     specs = []
     for variant in config.variants():
         e = variant.entry
-        instance = strategies.create(e.name, **e.params)
-        switches = Switches.for_strategy(instance, **e.switch_overrides()).model_dump(mode="json")
+        switches = Switches(**e.switch_overrides()).model_dump(mode="json")
         dumped = variant.profile.model_dump(mode="json")
         if dumped not in profiles:
             profiles.append(dumped)

@@ -357,15 +357,13 @@ def tokenization_floor(config: RunConfig, sessions: int, *, repeats: int = 3) ->
 # P3: linear in turns -----------------------------------------------------------------------------------------
 
 #: Params that let every strategy play a whole session with its own mechanism at work: task facts
-#: pinned for the sliders (else they lose the task and loop), no token budget for offloading, and
-#: summary triggers that fire at both lengths.
+#: pinned for the sliders (else they lose the task and loop) and summary triggers that fire at both
+#: lengths (the plain runtime has no token budget).
 LINEARITY_PARAMS: dict[str, dict[str, Any]] = {
     "sliding_window": {"pin_first": 1},
     "truncate_then_slide": {"pin_first": 1},
     "strands_manager": {"options": {"pin_first": 1}},
-    "offload_contracts": {"token_budget": 10**9},
-    "pipeline": {"stages": [{"name": "offload_contracts", "params": {"token_budget": 10**9}},
-                            {"name": "sliding_window", "params": {"pin_first": 1}}]},
+    "pipeline": {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window", "params": {"pin_first": 1}}]},
     "condense": {"max_size": 60},
     "summarize": {"trigger_turns": 21, "keep_turns": 10},
     # Triggers the sources leave to the user, set to fire at both lengths. ADK's at 80% of the frontier

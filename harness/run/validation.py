@@ -193,7 +193,7 @@ def observation_share(config: RunConfig, label: str, sessions: int) -> pd.DataFr
         seed = session_seed(config.seed, scenario.name, i)
         script = scenarios.generate(scenario.name, seed, **scenario.params)
         instance = strategies.create(entry.name, **entry.params)
-        switches = Switches.for_strategy(instance, **entry.switch_overrides())
+        switches = Switches(**entry.switch_overrides())
         result = Replay(script, instance, variant.profile, switches, scenario=scenario.name, session_index=i)
         record = result.run().record
         observed = total = 0
@@ -214,7 +214,7 @@ def throttle_experiment() -> dict[str, Any]:
     script = scenarios.generate("k8s_crashloop", session_seed(0, "k8s_crashloop", 0))
     started = time.perf_counter()
     result = Replay(script, strategies.create("unbounded"), profile("oracle", p_throttle=1.0),
-                    Switches.for_strategy(strategies.create("unbounded"))).run()
+                    Switches()).run()
     wall = time.perf_counter() - started
     record = result.record
     return {"outcome": record.outcome, "attempts": record.throttle_retries + 1, "backoff_s": record.backoff_s,

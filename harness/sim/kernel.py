@@ -199,7 +199,8 @@ class Replay:
             self.tally, self.clock, outcome=outcome, loop_rule=rule, throttle_retries=self.throttle.retries,
             scenario=self.scenario, session_index=self.session_index, seed=script.seed, strategy=self.label,
             contracts=self.switches.contracts, errors=self.switches.errors, breaker=self.switches.breaker,
-            output_cap_chars=self.switches.output_cap_chars, family=script.scenario,
+            output_cap_chars=self.switches.output_cap_chars, token_budget=self.switches.token_budget,
+            family=script.scenario,
             agents=len(script.agents or ()) or 1,
         )
         self._result = SessionResult(record=record, calls=self.billing.calls, events=self.events,
@@ -582,10 +583,11 @@ class Replay:
 
     # Bookkeeping ---------------------------------------------------------------------------------------
     def _bill(self, cache: PromptCache, call: ModelCall) -> None:
-        """Bill a call; the breaker ends the session once the token budget is spent."""
+        """Bill a call; a runtime with a token budget ends the session once it is spent."""
         self.billing.bill(call, cache)
         t = self.tally
-        if self.switches.breaker and t.input_tokens + t.output_tokens > self.switches.token_budget:
+        budget = self.switches.token_budget
+        if budget and t.input_tokens + t.output_tokens > budget:
             raise SessionEnded("budget_exceeded")
 
     def _append(self, agent: AgentState, message: Message) -> None:
@@ -735,6 +737,6 @@ def replay(script: SessionScript, strategy: ContextStrategy | str, profile: Prof
     is the agent's memory at the start, and `SessionResult.memory` what it wrote with ``p_write``."""
     instance = create(strategy) if isinstance(strategy, str) else strategy
     prof = builtin_profile(profile) if isinstance(profile, str) else profile
-    sw = switches or Switches.for_strategy(instance, **switch_overrides)
+    sw = switches or Switches(**switch_overrides)
     return Replay(script, instance, prof, sw, scenario=scenario, session_index=session_index,
                   strategy_label=strategy_label, events=events, memory=memory, p_write=p_write).run()

@@ -76,6 +76,8 @@ class SessionRecord:
     breaker: bool
     #: The ``output_cap_chars`` switch the session ran with (0: uncapped).
     output_cap_chars: int
+    #: The ``token_budget`` the session ran with (0: none).
+    token_budget: int
     #: The ``normalize_tool_names`` switch the session ran with.
     normalize_tool_names: bool
     family: str
@@ -182,14 +184,15 @@ _COUNTED = tuple(f.name for f in fields(SessionRecord) if f.name in Tally.__data
 
 def session_record(tally: Tally, clock: SimClock, *, outcome: Outcome, loop_rule: str, throttle_retries: int,
                    scenario: str, session_index: int, seed: int, strategy: str, contracts: bool, errors: str,
-                   breaker: bool, output_cap_chars: int, family: str, agents: int, error: str = "") -> SessionRecord:
+                   breaker: bool, output_cap_chars: int, token_budget: int, family: str, agents: int,
+                   error: str = "") -> SessionRecord:
     """The row of a finished session: its identity and switches, the outcome, every tally counter
     under its own name, and the figures derived from the tally and the clock."""
     counted = {name: getattr(tally, name) for name in _COUNTED}
     return SessionRecord(
         scenario=scenario, session_index=session_index, seed=seed, strategy=strategy, outcome=outcome,
-        contracts=contracts, errors=errors, breaker=breaker, output_cap_chars=output_cap_chars, family=family,
-        agents=agents,
+        contracts=contracts, errors=errors, breaker=breaker, output_cap_chars=output_cap_chars,
+        token_budget=token_budget, family=family, agents=agents,
         loop_detected=outcome == "stuck", loop_rule=loop_rule, facts_lost=len(tally.lost_keys),
         facts_cut=len(tally.cut_keys),
         context_tokens_mean=round(tally.agent_context_tokens_sum / tally.agent_calls, 3) if tally.agent_calls else 0.0,

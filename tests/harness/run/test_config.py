@@ -18,6 +18,8 @@ import strategies
 from harness.run.config import DEFAULT_PIPELINE, ConfigError, RunConfig, StrategyEntry, load_config
 from harness.sim.profiles import PROFILE_NAMES, Profile, profile
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
 
 def write(tmp_path: Path, text: str, name: str = "run.toml") -> Path:
     path = tmp_path / name
@@ -130,8 +132,10 @@ def test_strategy_params_and_switch_overrides_are_carried(tmp_path: Path) -> Non
     """)
     entry = load_config(path).strategy_entries()[0]
     assert entry.params == {"window_size": 24, "pin_first": 1}
+    # The entry's own switches, and the plain runtime's for the ones it leaves out.
     assert entry.switch_overrides() == {"contracts": True, "errors": "three_class", "breaker": True,
-                                        "token_budget": 50000}
+                                        "token_budget": 50000, "output_cap_chars": 30000,
+                                        "normalize_tool_names": False}
     resolved = load_config(path).resolved()["strategies"][0]
     assert resolved["window_size"] == 24
     assert resolved["pin_first"] == 1
@@ -139,28 +143,98 @@ def test_strategy_params_and_switch_overrides_are_carried(tmp_path: Path) -> Non
         True, "three_class", True, 50000)
 
 
-def test_switch_defaults_come_from_the_strategy_and_an_override_turns_them_off(tmp_path: Path) -> None:
+def test_every_strategy_runs_under_the_same_plain_runtime_unless_an_entry_overrides_a_switch(tmp_path: Path) -> None:
     path = write(tmp_path, """
         [[strategies]]
         name = "offload_contracts"
 
         [[strategies]]
         name = "offload_contracts"
-        label = "offload_plain"
-        contracts = false
-        errors = "plain"
-        breaker = false
+        label = "offload_guarded"
+        contracts = true
+        errors = "three_class"
+        breaker = true
+        token_budget = 2000000
 
         [[strategies]]
         name = "sliding_window"
     """)
     by_label = {s["label"]: s for s in load_config(path).resolved()["strategies"]}
-    assert (by_label["offload_contracts"]["contracts"], by_label["offload_contracts"]["errors"]) == (
-        True, "three_class")
-    assert (by_label["offload_plain"]["contracts"], by_label["offload_plain"]["errors"],
-            by_label["offload_plain"]["breaker"]) == (False, "plain", False)
-    assert (by_label["sliding_window"]["contracts"], by_label["sliding_window"]["errors"],
-            by_label["sliding_window"]["breaker"]) == (False, "plain", False)
+    plain = ("default", False, "plain", False, 0)
+    switches = ("runtime", "contracts", "errors", "breaker", "token_budget")
+    # A strategy declares nothing about the runtime: offloading runs as plainly as a sliding window.
+    assert tuple(by_label["offload_contracts"][k] for k in switches) == plain
+    assert tuple(by_label["sliding_window"][k] for k in switches) == plain
+    assert tuple(by_label["offload_guarded"][k] for k in switches) == ("default", True, "three_class", True, 2000000)
+
+
+def test_runtimes_are_crossed_with_every_entry_that_names_none(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [[runtimes]]
+        name = "plain"
+
+        [[runtimes]]
+        name = "guarded"
+        contracts = true
+        errors = "three_class"
+        breaker = true
+        token_budget = 1000
+
+        [[strategies]]
+        name = "unbounded"
+
+        [[strategies]]
+        name = "sliding_window"
+        errors = "plain"
+
+        [[strategies]]
+        name = "condense"
+        runtime = "guarded"
+    """)
+    config = load_config(path)
+    rows = {s["label"]: s for s in config.resolved()["strategies"]}
+    assert list(rows) == ["unbounded+plain", "sliding_window+plain", "unbounded+guarded", "sliding_window+guarded",
+                          "condense"]
+    assert (rows["unbounded+guarded"]["contracts"], rows["unbounded+guarded"]["token_budget"]) == (True, 1000)
+    assert rows["unbounded+plain"]["contracts"] is False
+    # The entry's own switch wins over its runtime's.
+    assert rows["sliding_window+guarded"]["errors"] == "plain"
+    assert (rows["condense"]["runtime"], rows["condense"]["breaker"]) == ("guarded", True)
+    # --strategies names configured entries; each still runs under every runtime.
+    assert [v.label for v in config.select(["unbounded"]).variants()] == ["unbounded+plain", "unbounded+guarded"]
+
+
+def test_a_runs_config_toml_loads_back_to_the_same_hash(tmp_path: Path) -> None:
+    for example in ("seed-article.toml", "runtimes.toml", "default.toml"):
+        config = load_config(EXAMPLES / example)
+        resolved = config.resolved()
+        again = RunConfig(**resolved)
+        assert again.config_hash() == config.config_hash(), example
+
+
+def test_any_registered_strategy_can_be_named_on_any_config() -> None:
+    config = load_config(None).select(["clear_tool_uses", "condense"])
+    assert [v.label for v in config.variants()] == ["condense", "clear_tool_uses"]
+    resolved = config.resolved()["strategies"]
+    assert resolved[1]["name"] == "clear_tool_uses"
+    assert resolved[1]["keep"] == strategies.create("clear_tool_uses").params.model_dump()["keep"]
+    with pytest.raises(ConfigError, match=r"unknown 'condnse' \(did you mean 'condense'\?\)"):
+        load_config(None).select(["condnse"])
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[[runtimes]]\nname = "a"\n[[runtimes]]\nname = "a"\n', "runtimes[1].name: 'a' appears twice"),
+    ('[[runtimes]]\nname = "a+b"\n', "runtimes[0].name"),
+    ('[[runtimes]]\nname = "a"\ncontracs = true\n', "runtimes[0].contracs"),
+    ('[[runtimes]]\nname = "a"\n[[strategies]]\nname = "unbounded"\nruntime = "b"\n',
+     "strategies[0].runtime: no runtime 'b'"),
+    ('[[runtimes]]\nname = "a"\ntoken_budget = -5\n', "runtimes[0].token_budget"),
+])
+def test_a_bad_runtime_is_one_line_naming_the_field(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text, "bad.toml"))
+    assert expected in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 def test_strategy_entry_key_is_the_label_or_the_name() -> None:
@@ -348,7 +422,7 @@ BAD_CONFIGS = {
     "sessions-too-many": ("sessions = 100000000\n", ["sessions", "le 10000000"]),
     "batch-size-zero": ("batch_size = 0\n", ["batch_size", "ge 1"]),
     "jobs-negative": ("jobs = -1\n", ["jobs", "ge 0"]),
-    "token-budget-zero": ('[[strategies]]\nname = "unbounded"\ntoken_budget = 0\n', ["token_budget", "ge 1"]),
+    "token-budget-negative": ('[[strategies]]\nname = "unbounded"\ntoken_budget = -1\n', ["token_budget", "ge 0"]),
     "errors-mode": ('[[strategies]]\nname = "unbounded"\nerrors = "loud"\n', ["errors", "'plain'", "'three_class'"]),
     "unknown-model": ('model = "gpt-9"\n', ["model", "unknown profile 'gpt-9'", ", ".join(PROFILE_NAMES)]),
     "unknown-model-base": ('[model]\nbase = "gpt-9"\n', ["model.base", "gpt-9", ", ".join(PROFILE_NAMES)]),
