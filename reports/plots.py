@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -31,10 +31,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.transforms import Bbox
 
 import reports.stats
 from harness.core.files import write_atomically
@@ -46,15 +49,32 @@ from reports.stats import outcome_shares, wilson_interval
 FIGSIZE = (9.0, 5.0)
 DPI = 110
 
-#: Okabe & Ito (2008), the colour-blind-safe qualitative palette, most distinct colours first. Its
-#: yellow (#F0E442) is left out for strategies: a thin yellow line all but vanishes on white. It is
-#: still used for an outcome, where it fills a bar.
+#: Okabe & Ito (2008), the colour-blind-safe qualitative palette, most distinct colours first, for the
+#: outcomes and the calibration and sweep plots (which name a few fixed things). Its yellow (#F0E442) is
+#: left out here: a thin yellow line all but vanishes on white. It still fills an outcome's bar.
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000")
+#: Paul Tol's "muted" qualitative scheme, for strategies: nine colours that stay distinct for the common
+#: colour-vision deficiencies (P. Tol, "Colour Schemes", SRON/EPS/TN/09-002, https://personal.sron.nl/~pault/,
+#: "Qualitative colour schemes"), two more than Okabe-Ito without its yellow, so a run of nine strategies
+#: has no two alike. Its pale grey for bad data (#DDDDDD) is left out: grey draws the other strategies.
+#: The order is Tol's colours re-ranked so that any first k are as far apart as they can be: each next
+#: one the farthest (CIELAB distance, the least under normal and simulated protan, deutan and tritan
+#: vision, Machado et al. 2009) from those before, the two pale ones (sand, pale cyan: under 2:1 contrast
+#: on white) last, so they appear only from the eighth strategy on.
+TOL_MUTED = ("#332288", "#CC6677", "#999933", "#882255", "#117733", "#AA4499", "#44AA99", "#DDCC77", "#88CCEE")
 #: Once the palette is used up, colours repeat with the next line style / hatch / marker, so two
-#: strategies never share every visual channel.
+#: strategies never share every visual channel. LINESTYLES, HATCHES and MARKERS are also the sweep
+#: plots' channels.
 LINESTYLES = ("-", "--", ":", "-.")
 HATCHES = ("", "//", "..", "xx")
 MARKERS = ("o", "s", "^", "D")
+#: A strategy's marker is the n-th of these in the n-th pass through :data:`TOL_MUTED`: filled shapes
+#: (a colour reads on a filled shape, not on a thin cross), the easiest to tell apart first. With 12
+#: shapes and 9 colours, 108 strategies get a pair of their own; past that, stars with ever more points.
+STRATEGY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h", "*")
+
+#: A matplotlib marker: a name (``"o"``) or a (points, style, angle) tuple (style 1: a star).
+Marker = str | tuple[int, int, int]
 
 #: Outcome order and colours for the outcome mix: success first (green), then failures by kind. The
 #: list repeats the sessions.parquet contract instead of importing harness.sim.metrics, so this module
@@ -118,29 +138,40 @@ class StrategyStyle:
     colour: str
     linestyle: str
     hatch: str
-    marker: str
+    marker: Marker
 
 
 def strategy_styles(names: Iterable[str]) -> dict[str, StrategyStyle]:
     """Colour, line style, hatch and marker per strategy, assigned by sorted strategy name.
 
-    The same set of names always gets the same styles whatever order the names arrive in; adding a
-    strategy only moves the strategies that sort after it.
+    The first :data:`TOL_MUTED` strategies get a colour each; past that colours repeat, each pass
+    through the palette with its own marker, line style and hatch, so no two strategies share a
+    (colour, marker) pair, and two of one colour also differ in line style within four passes. The same
+    set of names always gets the same styles whatever order the names arrive in; adding a strategy only
+    moves the strategies that sort after it.
     """
     styles = {}
     for i, name in enumerate(sorted(set(names))):
-        cycle = i // len(OKABE_ITO)
+        cycle = i // len(TOL_MUTED)
         styles[name] = StrategyStyle(
-            colour=OKABE_ITO[i % len(OKABE_ITO)],
+            colour=TOL_MUTED[i % len(TOL_MUTED)],
             linestyle=LINESTYLES[cycle % len(LINESTYLES)],
             hatch=HATCHES[cycle % len(HATCHES)],
-            marker=MARKERS[cycle % len(MARKERS)],
+            marker=_strategy_marker(cycle),
         )
     return styles
 
 
+def _strategy_marker(cycle: int) -> Marker:
+    """The marker of the ``cycle``-th pass through the palette (:data:`STRATEGY_MARKERS`)."""
+    if cycle < len(STRATEGY_MARKERS):
+        return STRATEGY_MARKERS[cycle]
+    # Six points and up: a five-pointed star is "*" already.
+    return (cycle - len(STRATEGY_MARKERS) + 6, 1, 0)
+
+
 def strategy_colours(names: Iterable[str]) -> dict[str, str]:
-    """Hex colour per strategy (Okabe-Ito, by sorted strategy name); see :func:`strategy_styles`."""
+    """Hex colour per strategy (Tol's muted, by sorted strategy name); see :func:`strategy_styles`."""
     return {name: style.colour for name, style in strategy_styles(names).items()}
 
 
@@ -561,44 +592,250 @@ def syntax_errors_by_context(calls: pd.DataFrame, *, styles: dict[str, StrategyS
     return fig
 
 
-def _name_points(ax: Axes, points: list[tuple[str, float, float]]) -> None:
-    """Write each strategy's name next to its point: right or left of it, above or below, whichever
-    first covers neither a name already written nor another point (with ten strategies, matching
-    colours against the legend is slow). All covered: above-right."""
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    width, height = max(x1 - x0, 1e-12), max(y1 - y0, 1e-12)
-    # Sizes in axes fractions of this figure at 8 pt: a character about 0.0085 wide, a name 0.035
-    # tall; a marker (with the front's ring) about 0.02 across.
-    char, tall, mark = 0.0085, 0.035, 0.02
-    spots = {name: ((x - x0) / width, (y - y0) / height) for name, x, y in points}
-    boxes = [(fx - mark, fy - mark, fx + mark, fy + mark) for fx, fy in spots.values()]
-    for name, x, y in sorted(points, key=lambda p: (-p[2], p[1], p[0])):
+#: The cost plot's strategy marker and the ring around a Pareto-front point (marker sizes, pt).
+POINT_SIZE = 7
+RING_SIZE = 15
+#: Strategy names in the cost plot: font size (pt); the margin around a name that no marker or other
+#: name enters (pt; also the pad of its white background, so backgrounds never overlap either); the
+#: gap between a marker and a name written next to it (pt).
+NAME_FONT = 8
+NAME_MARGIN = 1.5
+NAME_GAP = 2.5
+#: How far a crowded name may move from its point: to this many name heights left or right of it, and
+#: this many rows of names above or below.
+NAME_COLUMNS = 16
+NAME_ROWS = 16
+#: How many of a name's spots are checked at once (vectorised), best first.
+SPOT_CHUNK = 64
+
+
+def _name_points(fig: Figure, ax: Axes, points: Sequence[tuple[str, float, float]],
+                 ringed: Collection[str] = (), colours: Mapping[str, str] | None = None) -> None:
+    """Write each strategy's name by its point so that no two names overlap and no name covers a marker
+    or a note already on the axes (with twenty strategies, matching colours against the legend is slow).
+
+    The names are placed in display pixels, measured with the renderer: the figure's layout is worked
+    out first and then fixed (a layout engine run again at saving would move the axes under the names).
+    Each name, the most crowded points first, takes the first free spot of :func:`_name_spots`: beside
+    its marker, else ever farther out in rows and columns with a leader line to the point (in the
+    strategy's colour from ``colours``, grey without), one that crosses no name, leader or other marker
+    if there is such a spot (:func:`_first_free`). Only where no spot is free at all (some 70 long names
+    on one axes) does a name take the spot that covers the fewest others. Points in ``ringed`` have the
+    Pareto front's ring around them. Deterministic: the same points give the same spots.
+    """
+    if not points:
+        return
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine("none")
+    renderer = cast(FigureCanvasAgg, fig.canvas).get_renderer()
+    per_point = fig.dpi / 72
+    margin = NAME_MARGIN * per_point
+    centres = ax.transData.transform(np.array([(x, y) for _name, x, y in points], dtype=float))
+    radii = np.array([(RING_SIZE if name in ringed else POINT_SIZE) / 2 for name, _x, _y in points]) * per_point
+    markers = np.column_stack([centres - radii[:, None], centres + radii[:, None]])
+    notes = [_box(Text.get_window_extent(text, renderer), margin) for text in ax.texts]
+    # What a name may not enter: the markers, then the notes and the names placed so far (with their
+    # margins); and the leader lines drawn so far, which no name nor other leader may cross.
+    taken = np.vstack([markers, *notes]) if notes else markers
+    leaders = np.empty((0, 4))
+    leader_colours: list[str] = []
+    bounds = ax.get_window_extent(renderer)
+    frame = (bounds.x0, bounds.y0, bounds.x1, bounds.y1)
+    probe = Text(0, 0, "", fontsize=NAME_FONT)
+    probe.set_figure(fig)
+    for i in _crowded_first(centres, [name for name, _x, _y in points], 3 * NAME_FONT * per_point):
+        name, x, y = points[i]
         label = short_label(name, 22)
-        fx, fy = spots[name]
-        wide = char * len(label)
-        own = (fx - mark, fy - mark, fx + mark, fy + mark)
-        # (x offset in points, y offset in points, horizontal alignment, box)
-        candidates = [
-            (9, 4, "left", (fx + 0.012, fy + 0.01, fx + 0.012 + wide, fy + 0.01 + tall)),
-            (9, -12, "left", (fx + 0.012, fy - 0.005 - tall, fx + 0.012 + wide, fy - 0.005)),
-            (-9, 4, "right", (fx - 0.012 - wide, fy + 0.01, fx - 0.012, fy + 0.01 + tall)),
-            (-9, -12, "right", (fx - 0.012 - wide, fy - 0.005 - tall, fx - 0.012, fy - 0.005)),
-        ]
+        probe.set_text(label)
+        size = probe.get_window_extent(renderer)
+        spots, far = _name_spots(centres[i], radii[i] + NAME_GAP * per_point, size.width, size.height, margin)
+        lines = _leaders(spots, centres[i], radii[i] + per_point, margin)
+        choice = _first_free(spots, far, lines, i, taken, len(points), leaders, frame, margin)
+        spot = spots[choice]
+        ax.annotate(
+            label, (x, y), xytext=((spot[0] - centres[i, 0]) / per_point, (spot[1] - centres[i, 1]) / per_point),
+            textcoords="offset points", ha="left", va="bottom", fontsize=NAME_FONT, color="#333333",
+            # The white behind a name keeps it legible over a whisker or the grid it must cross.
+            bbox={"boxstyle": f"square,pad={NAME_MARGIN / NAME_FONT}", "facecolor": "white", "edgecolor": "none",
+                  "alpha": 0.8},
+            annotation_clip=False, in_layout=False)
+        taken = np.vstack([taken, _grown(spot, margin)])
+        if far[choice]:
+            leaders = np.vstack([leaders, lines[choice]])
+            leader_colours.append((colours or {}).get(name, "#777777"))
+    if leaders.size:
+        # In data coordinates, as the points: a PNG saved at another resolution keeps them joined. Drawn
+        # in one collection (an annotation's arrow, clipped to its box when drawn, takes far longer) under
+        # the markers, so a leader that must cross a marker does not hide it; in the strategy's colour,
+        # which tells its marker among a cluster's.
+        back = ax.transData.inverted()
+        ends = np.stack([back.transform(leaders[:, :2]), back.transform(leaders[:, 2:])], axis=1)
+        ax.add_collection(LineCollection(list(ends), colors=leader_colours, linewidths=0.8, zorder=1.5),
+                          autolim=False)
 
-        def covers(box: tuple[float, float, float, float], own: tuple[float, ...] = own) -> bool:
-            return any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
-                       for b in boxes if b != own)
 
-        dx, dy, align, box = next((c for c in candidates if not covers(c[3])), candidates[0])
-        boxes.append(box)
-        ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=8, ha=align,
-                    color="#333333")
+def _box(bbox: Bbox, margin: float) -> np.ndarray:
+    """``bbox`` grown by ``margin`` on every side as one (x0, y0, x1, y1) row."""
+    return _grown(np.array([[bbox.x0, bbox.y0, bbox.x1, bbox.y1]]), margin)
+
+
+def _grown(boxes: np.ndarray, margin: float) -> np.ndarray:
+    """(x0, y0, x1, y1) ``boxes`` grown by ``margin`` on every side."""
+    return boxes + np.array([-margin, -margin, margin, margin])
+
+
+def _crowded_first(centres: np.ndarray, names: Sequence[str], near: float) -> list[int]:
+    """The points in the order their names are placed: those with the most other points within
+    ``near`` pixels first (they have the fewest free spots), then from the top, left to right, by name."""
+    gaps = np.hypot(*(centres[:, None, :] - centres[None, :, :]).transpose(2, 0, 1))
+    crowd = (gaps < near).sum(axis=1)
+    return sorted(range(len(names)), key=lambda i: (-int(crowd[i]), -float(centres[i, 1]), float(centres[i, 0]),
+                                                     names[i]))
+
+
+def _name_spots(centre: np.ndarray, reach: float, width: float, height: float,
+                margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where a name of ``width`` x ``height`` pixels may go around a point, best first, as
+    (x0, y0, x1, y1) rows, and which of them are far enough from it to need a leader line.
+
+    First the eight spots touching the circle of ``reach`` around the point (right, above and below
+    right, left, above and below left, above, below); then, nearest first, spots in columns to the
+    right and left (rows of names above and below the point's height) and in stacks above and below it.
+    """
+    cx, cy = float(centre[0]), float(centre[1])
+    diagonal = reach * math.sqrt(0.5)
+    beside = np.array([
+        (cx + reach, cy - height / 2), (cx + diagonal, cy + diagonal), (cx + diagonal, cy - diagonal - height),
+        (cx - reach - width, cy - height / 2), (cx - diagonal - width, cy + diagonal),
+        (cx - diagonal - width, cy - diagonal - height), (cx - width / 2, cy + reach),
+        (cx - width / 2, cy - reach - height),
+    ])
+    pitch = height + 2 * margin
+    out = reach + pitch * np.arange(NAME_COLUMNS + 1)
+    rows = cy - height / 2 + pitch * np.arange(-NAME_ROWS, NAME_ROWS + 1)
+    columns_x, columns_y = np.meshgrid(out, rows)
+    stacked = reach + pitch * np.arange(1, NAME_ROWS + 1)
+    farther = np.vstack([
+        np.column_stack([cx + columns_x.ravel(), columns_y.ravel()]),
+        np.column_stack([cx - columns_x.ravel() - width, columns_y.ravel()]),
+        np.column_stack([np.full(stacked.size, cx - width / 2), cy + stacked]),
+        np.column_stack([np.full(stacked.size, cx - width / 2), cy - stacked - height]),
+    ])
+    away = np.hypot(np.maximum.reduce([farther[:, 0] - cx, np.zeros(len(farther)), cx - farther[:, 0] - width]),
+                    np.maximum.reduce([farther[:, 1] - cy, np.zeros(len(farther)), cy - farther[:, 1] - height]))
+    # The spots next to the point are the same spots the eight above are: only those farther out stay.
+    kept = np.argsort(away, kind="stable")
+    kept = kept[away[kept] > reach + pitch / 2]
+    corners = np.vstack([beside, farther[kept]])
+    spots = np.column_stack([corners, corners + np.array([width, height])])
+    return spots, np.arange(len(spots)) >= len(beside)
+
+
+def _leaders(spots: np.ndarray, centre: np.ndarray, reach: float, margin: float) -> np.ndarray:
+    """The leader line of each spot as (x0, y0, x1, y1) rows: on the line from the spot's centre to the
+    point, from where it leaves the spot (grown by ``margin``) to ``reach`` short of the point."""
+    middles = (spots[:, :2] + spots[:, 2:]) / 2
+    half = (spots[:, 2:] - spots[:, :2]) / 2 + margin
+    towards = centre - middles
+    with np.errstate(divide="ignore"):
+        leave = np.min(half / np.abs(towards), axis=1, initial=np.inf)
+    length = np.hypot(towards[:, 0], towards[:, 1])
+    arrive = 1 - reach / np.maximum(length, 1e-9)
+    start = middles + towards * np.minimum(leave, arrive)[:, None]
+    return np.column_stack([start, middles + towards * np.maximum(arrive, 0)[:, None]])
+
+
+def _overlaps(boxes: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(len(boxes), len(others)): whether each box overlaps each other box (x0, y0, x1, y1 rows)."""
+    return ((boxes[:, None, 0] < others[None, :, 2]) & (others[None, :, 0] < boxes[:, None, 2])
+            & (boxes[:, None, 1] < others[None, :, 3]) & (others[None, :, 1] < boxes[:, None, 3]))
+
+
+def _crosses(segments: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(len(segments), len(boxes)): whether each segment (x0, y0, x1, y1) passes through each box, by
+    clipping the segment to the box's two slabs (Liang-Barsky)."""
+    start, step = segments[:, None, :2], segments[:, None, 2:] - segments[:, None, :2]
+    low, high = boxes[None, :, :2], boxes[None, :, 2:]
+    flat = step == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_low, t_high = (low - start) / step, (high - start) / step
+    # A segment parallel to a slab is in it everywhere or nowhere.
+    within = (start >= low) & (start <= high)
+    enter = np.where(flat, np.where(within, -np.inf, np.inf), np.minimum(t_low, t_high))
+    leave = np.where(flat, np.where(within, np.inf, -np.inf), np.maximum(t_low, t_high))
+    return np.maximum(enter.max(axis=2), 0.0) < np.minimum(leave.min(axis=2), 1.0)
+
+
+def _intersect(segments: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(len(segments), len(others)): whether each segment (x0, y0, x1, y1) crosses each other one (the
+    ends of each on strictly opposite sides of the other; segments that only touch do not cross)."""
+    def side(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """-1, 0 or 1: which side of the line through a and b the point c is on."""
+        ab, ac = b - a, c - a
+        return np.sign(ab[..., 0] * ac[..., 1] - ab[..., 1] * ac[..., 0])
+
+    p, q = segments[:, None, :2], segments[:, None, 2:]
+    r, t = others[None, :, :2], others[None, :, 2:]
+    return (side(p, q, r) * side(p, q, t) < 0) & (side(r, t, p) * side(r, t, q) < 0)
+
+
+def _first_free(spots: np.ndarray, far: np.ndarray, lines: np.ndarray, own: int, taken: np.ndarray,
+                n_markers: int, leaders: np.ndarray, frame: tuple[float, float, float, float],
+                margin: float) -> int:
+    """The index of the spot a name takes among ``spots`` (best first).
+
+    A spot must be inside ``frame`` and overlap nothing ``taken`` (its first ``n_markers`` rows the
+    markers, ``own`` this name's point). Of those the first faultless one wins, else the first with the
+    least bad faults, from the worst: its box crosses a leader line drawn; its own leader (of ``lines``,
+    drawn where ``far``) crosses a name; crosses a leader; crosses another marker. (Leaders fanning out
+    of a cluster cut the space into wedges: a name had better cross one than overlap another name.) With
+    no such spot, the spot inside that covers the fewest names, then markers (the first spot when none
+    is inside).
+
+    The spots are tried a chunk at a time, best first: most names find a faultless spot in the first
+    chunk, so the far ones are seldom looked at."""
+    best, best_faults = -1, math.inf
+    least, least_cover = 0, math.inf
+    for begin in range(0, len(spots), SPOT_CHUNK):
+        chunk = slice(begin, begin + SPOT_CHUNK)
+        grown = _grown(spots[chunk], margin)
+        inside = ((grown[:, 0] >= frame[0]) & (grown[:, 1] >= frame[1]) & (grown[:, 2] <= frame[2])
+                  & (grown[:, 3] <= frame[3]))
+        covered = _overlaps(grown, taken)
+        # Every spot is outside the point's own marker by construction (its square corners are not).
+        covered[:, own] = False
+        cover = np.where(inside, covered[:, n_markers:].sum(axis=1) * len(taken) + covered[:, :n_markers].sum(axis=1),
+                         math.inf)
+        if cover.min() < least_cover:
+            least, least_cover = begin + int(np.argmin(cover)), float(cover.min())
+        candidates = np.flatnonzero(inside & ~covered.any(axis=1)) + begin
+        if not candidates.size:
+            continue
+        drawn = far[candidates]
+        crossing = _crosses(lines[candidates], taken) & drawn[:, None]
+        crossing[:, own] = False
+        # One bit per fault, the worst the highest: any worse fault outweighs all lesser ones.
+        faults = 4 * crossing[:, n_markers:].any(axis=1) + crossing[:, :n_markers].any(axis=1)
+        if leaders.size:
+            faults = (faults + 8 * _crosses(leaders, _grown(spots[candidates], margin)).any(axis=0)
+                      + 2 * (_intersect(lines[candidates], leaders).any(axis=1) & drawn))
+        first = int(np.argmin(faults))
+        if faults[first] == 0:
+            return int(candidates[first])
+        if faults[first] < best_faults:
+            best, best_faults = int(candidates[first]), float(faults[first])
+    return best if best >= 0 else least
 
 
 #: How the Pareto front is marked in the cost-against-success plot.
 FRONT_LABEL = "Pareto front"
 #: The cost axis ends this far above the highest point (its whiskers may be cut).
 CVS_HEADROOM = 1.5
+#: The entries of the cost plot's legend (a strategy each, and the front) that fit the fixed figure
+#: height; with more, the legend keys only the front.
+LEGEND_ROWS = 22
 
 
 def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = None,
@@ -606,7 +843,11 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
     """One point per strategy at (success rate, cost per solved session), with the 95% confidence
     interval of each as whiskers (from :func:`reports.stats.headline`), and the success-vs-cost Pareto
     front (:func:`reports.decision.pareto_front`) ringed and joined. A strategy without a solved session
-    has no cost per solved session: it is named in a corner instead of drawn."""
+    has no cost per solved session: it is named in a corner instead of drawn.
+
+    Each point carries its strategy's name, placed clear of the other names and markers
+    (:func:`_name_points`), which fixes the figure's layout. With more strategies than a legend column
+    holds (:data:`LEGEND_ROWS`) the legend keys only the front: the names at the points do the rest."""
     styles = _styles_for([sessions], styles)
     with plot_style():
         fig, ax = new_figure()
@@ -639,9 +880,9 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
             xerr = [[max(x - float(row[("ci_low", FRONT_X)]), 0.0)], [max(float(row[("ci_high", FRONT_X)]) - x, 0.0)]]
             yerr = [[max(y - float(row[("ci_low", FRONT_Y)]), 0.0)], [max(float(row[("ci_high", FRONT_Y)]) - y, 0.0)]]
             style = styles[strategy]
-            bars = ax.errorbar([x], [y], xerr=np.nan_to_num(xerr), yerr=np.nan_to_num(yerr), fmt=style.marker,
-                               color=style.colour, markersize=7, elinewidth=1.0, capsize=3, alpha=0.9,
-                               label=short_label(strategy))
+            bars = ax.errorbar([x], [y], xerr=np.nan_to_num(xerr), yerr=np.nan_to_num(yerr), fmt="",
+                               marker=style.marker, linestyle="none", color=style.colour, markersize=POINT_SIZE,
+                               elinewidth=1.0, capsize=3, alpha=0.9, label=short_label(strategy))
             for whisker in bars.lines[2]:
                 # Strategies that share a colour also differ in whisker style, not only in marker.
                 whisker.set_linestyle(cast(Any, style.linestyle))
@@ -654,7 +895,7 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
             fx, fy = [points[s][0] for s in front], [points[s][1] for s in front]
             # Under the points: the front is a guide, the strategies are the data.
             ax.plot(fx, fy, color="#333333", linewidth=1.0, linestyle=(0, (4, 3)), zorder=1)
-            ax.plot(fx, fy, marker="o", markersize=15, markerfacecolor="none", markeredgecolor="#333333",
+            ax.plot(fx, fy, marker="o", markersize=RING_SIZE, markerfacecolor="none", markeredgecolor="#333333",
                     markeredgewidth=1.4, linestyle="none", zorder=1)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         # Success is a share: never show room below 0% or above 100%.
@@ -672,7 +913,6 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
         else:
             ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"${v:,.2f}"))
-        _name_points(ax, [(s, x, y) for s, (x, y) in points.items()])
         if unsolved:
             ax.text(0.01, 0.99, "no solved session, not drawn: " + ", ".join(short_label(s, 22) for s in unsolved),
                     transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#555555")
@@ -681,7 +921,16 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
             handles.append(Line2D([], [], color="#333333", linewidth=1.0, linestyle=(0, (4, 3)), marker="o",
                                   markersize=10, markerfacecolor="none", markeredgecolor="#333333"))
             labels.append(FRONT_LABEL)
-        fig.legend(handles, labels, loc="outside right upper", title="strategy", frameon=False)
+        title = "strategy"
+        if len(labels) > LEGEND_ROWS:
+            # A legend taller than the figure is cut off, and one in columns squeezes the axes to nothing;
+            # the names at the points say what it would.
+            handles, labels = handles[len(points):], labels[len(points):]
+            title = f"{len(points)} strategies,\nnamed at their points"
+        fig.legend(handles, labels, loc="outside right upper", title=title, frameon=False)
+        # Last: the names are placed in the figure's final layout, clear of the notes above.
+        _name_points(fig, ax, [(s, x, y) for s, (x, y) in points.items()], ringed=front,
+                     colours={s: styles[s].colour for s in points})
     return fig
 
 

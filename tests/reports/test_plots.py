@@ -1,6 +1,7 @@
 """reports.plots: every plot renders a readable, labelled PNG of the fixed size from synthetic tables;
 strategy colours are one map per strategy set; the ECDFs stay readable with a dozen strategies; the
-cost plot rings the Pareto front; equal inputs give equal bytes; empty and lopsided inputs do not
+cost plot rings the Pareto front; with twenty strategies each has its own colour and marker and the
+cost plot's names do not overlap; equal inputs give equal bytes; empty and lopsided inputs do not
 crash; the module stays off the runtime."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -19,8 +21,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation, Text
 from PIL import Image
 
 import reports.stats
@@ -29,9 +33,10 @@ from reports.decision import pareto_front
 from reports.plots import (
     DPI,
     FIGSIZE,
-    OKABE_ITO,
     PLOT_NAMES,
     PLOTS_WITHOUT_STATISTICS,
+    STRATEGY_MARKERS,
+    TOL_MUTED,
     PendingPlots,
     context_tokens_by_turn,
     cost_vs_success,
@@ -296,9 +301,9 @@ def strategy_line_colours(fig: Figure) -> dict[str, str]:
             for label, handle in zip(labels, handles, strict=True) if label != plots.FRONT_LABEL}
 
 
-def test_strategy_colours_are_okabe_ito_by_sorted_name() -> None:
+def test_strategy_colours_are_tol_muted_by_sorted_name() -> None:
     colours = strategy_colours(["zeta", "alpha", "mid"])
-    assert colours == {"alpha": OKABE_ITO[0], "mid": OKABE_ITO[1], "zeta": OKABE_ITO[2]}
+    assert colours == {"alpha": TOL_MUTED[0], "mid": TOL_MUTED[1], "zeta": TOL_MUTED[2]}
     # The order the names arrive in, and repeats, do not matter.
     assert strategy_colours(["mid", "zeta", "alpha", "mid"]) == colours
 
@@ -315,7 +320,7 @@ def test_strategy_colours_stable_when_a_strategy_is_added() -> None:
 
 
 def test_more_strategies_than_colours_differ_in_line_style() -> None:
-    names = [f"s{i:02d}" for i in range(len(OKABE_ITO) + 3)]
+    names = [f"s{i:02d}" for i in range(len(TOL_MUTED) + 3)]
     styles = strategy_styles(names)
     combos = {(s.colour, s.linestyle) for s in styles.values()}
     assert len(combos) == len(names)
@@ -341,7 +346,7 @@ def test_write_plots_shares_one_colour_map_across_tables(tmp_path: Path) -> None
     calls = pd.concat([calls, extra], ignore_index=True)
     styles = plots.strategy_styles(plots.strategies_of(sessions, calls))
     fig = ecdf_latency(sessions, styles=styles)
-    assert panel_colours(fig)["b"] == OKABE_ITO[1].upper()
+    assert panel_colours(fig)["b"] == TOL_MUTED[1].upper()
 
 
 # ------------------------------------------------------------------------------------- determinism
@@ -562,3 +567,206 @@ def test_tokens_freed_has_a_panel_per_strategy_that_compacted_and_names_the_othe
     empty = tokens_freed_histogram(calls.drop(columns="tokens_freed"))
     assert any("no strategy compacted" in t.get_text() for ax in empty.axes for t in ax.texts)
     matplotlib.pyplot.close(empty)
+
+
+# ------------------------------------------------------------------------------------- twenty strategies
+
+
+#: Twenty strategy names of the lengths a run has (the longest is cut to 22 characters on the plot).
+TWENTY = ("unbounded", "sliding_window", "truncate_then_slide", "observation_masking", "summarize", "condense",
+          "hybrid", "offload_contracts", "pipeline", "drop_all", "tiered", "rolling_summary", "keep_last_k",
+          "tool_result_clearing", "semantic_dedupe", "hierarchical_memo", "checkpoint_restart",
+          "retrieval_augmented", "lru_eviction", "adaptive_budget")
+#: (success rate, cost per solved session) of the clusters the twenty strategies fall in, as they do in
+#: practice: strategies that share a mechanism land at nearly the same success and cost.
+CLUSTERS = ((0.55, 0.40), (0.56, 0.41), (0.80, 0.90), (0.30, 0.20), (0.81, 0.88), (0.55, 0.40), (0.97, 1.60))
+
+
+def clustered_sessions(names: tuple[str, ...] = TWENTY, sessions_per_strategy: int = 120, seed: int = 7,
+                       spots: Sequence[tuple[float, float]] = CLUSTERS) -> pd.DataFrame:
+    """A sessions table with the columns reports.stats.headline reads, each strategy at one of ``spots``
+    (success rate, cost per solved session; by its position in ``names``, cycling) a hair away from the
+    others there: its share of sessions succeeds, and its cost per solved session is the spot's, give or
+    take 1%."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, strategy in enumerate(names):
+        rate, cost = spots[i % len(spots)]
+        solved = round(sessions_per_strategy * min(rate + rng.normal(0, 0.006), 0.99))
+        wins = set(rng.choice(sessions_per_strategy, solved, replace=False).tolist())
+        per_session = cost * (1 + rng.normal(0, 0.01)) * solved / sessions_per_strategy
+        for index in range(sessions_per_strategy):
+            turns = int(rng.integers(15, 40))
+            rows.append({
+                "scenario": "mix", "session_index": index, "seed": index, "strategy": strategy,
+                "outcome": "success" if index in wins else "stuck", "turns": turns, "tool_calls": turns,
+                "tool_syntax_errors": int(rng.integers(0, 2)), "loop_detected": False, "loop_rule": "",
+                "input_tokens": 40_000, "cached_input_tokens": 10_000, "context_tokens_mean": 8_000.0,
+                "latency_s": float(turns * 4), "cost_usd": float(per_session * rng.uniform(0.8, 1.2)),
+            })
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def twenty_sessions() -> pd.DataFrame:
+    return clustered_sessions()
+
+
+@pytest.fixture(scope="module")
+def twenty_headline(twenty_sessions: pd.DataFrame) -> pd.DataFrame:
+    return headline(twenty_sessions, resamples=200)
+
+
+def _relative_luminance(hex_colour: str) -> float:
+    channels = np.array([int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    linear = np.where(channels <= 0.04045, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+@pytest.mark.parametrize("count", [20, 70, 150])
+def test_every_strategy_gets_its_own_colour_and_marker(count: int) -> None:
+    names = [f"{TWENTY[i % len(TWENTY)]}_{i // len(TWENTY)}" for i in range(count)]
+    styles = strategy_styles(names)
+    assert len({(s.colour, s.marker) for s in styles.values()}) == count
+    ordered = [styles[name] for name in sorted(names)]
+    # As many distinct colours as the palette has, for the first strategies by name.
+    assert len({s.colour for s in ordered[:len(TOL_MUTED)]}) == len(TOL_MUTED)
+    # Strategies of one colour differ in marker, and (up to four of a colour) in line style too.
+    by_colour: dict[str, list[plots.StrategyStyle]] = {}
+    for style in ordered:
+        by_colour.setdefault(style.colour, []).append(style)
+    for shared in by_colour.values():
+        assert len({s.marker for s in shared}) == len(shared)
+        assert len({s.linestyle for s in shared[:len(plots.LINESTYLES)]}) == min(len(shared), len(plots.LINESTYLES))
+    # Markers beyond the named ones still differ from each other.
+    assert len({s.marker for s in ordered}) == math.ceil(count / len(TOL_MUTED))
+    # The order names arrive in does not matter.
+    assert strategy_styles(reversed(names)) == styles
+
+
+def test_twenty_strategies_get_nine_colours_then_markers() -> None:
+    styles = strategy_styles(TWENTY)
+    ordered = [styles[name] for name in sorted(TWENTY)]
+    # Nine strategies, nine colours: two more than Okabe-Ito without its yellow gave.
+    assert len({s.colour for s in ordered[:9]}) == 9
+    assert [s.colour for s in ordered] == [TOL_MUTED[i % len(TOL_MUTED)] for i in range(20)]
+    assert [s.marker for s in ordered] == [STRATEGY_MARKERS[i // len(TOL_MUTED)] for i in range(20)]
+
+
+def test_strategy_colours_are_neither_grey_nor_pale() -> None:
+    """Grey draws the other strategies in every panel plot, and a near-white line vanishes on white."""
+    for colour in TOL_MUTED:
+        r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        # Far from any grey: its channels differ by a quarter of their range at least.
+        assert max(r, g, b) - min(r, g, b) >= 60, colour
+        # WCAG contrast against white of at least 1.5:1 (Okabe-Ito's yellow, left out, has 1.3:1).
+        assert 1.05 / (_relative_luminance(colour) + 0.05) >= 1.5, colour
+
+
+Box = tuple[float, float, float, float]
+
+
+def name_box_list(fig: Figure) -> list[tuple[str, Box]]:
+    """The strategy names written at the cost plot's points, each with its window extent (x0, y0, x1, y1)
+    in the PNG's pixels, from the figure drawn on its Agg canvas."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    boxes = []
+    for text in main_axes(fig).texts:
+        if isinstance(text, Annotation):
+            # The text's own box: an annotation's window extent would include its arrow, if it had one.
+            box = Text.get_window_extent(text, renderer)
+            boxes.append((text.get_text(), (box.x0, box.y0, box.x1, box.y1)))
+    return boxes
+
+
+def name_boxes(fig: Figure) -> dict[str, Box]:
+    """:func:`name_box_list` by name (the names must be distinct)."""
+    boxes = dict(name_box_list(fig))
+    assert len(boxes) == len(name_box_list(fig))
+    return boxes
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def point_pixels(fig: Figure, head: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Each strategy's point (success rate, cost per solved session) in the drawn figure's pixels."""
+    wide = head.pivot(index="strategy", columns="metric", values="value")
+    ax = main_axes(fig)
+    return {plots.short_label(str(s), 22): (float(x), float(y)) for s, (x, y) in zip(
+        wide.index, ax.transData.transform(wide[["success_rate", "cost_per_solved_session"]].to_numpy()), strict=True)}
+
+
+def test_cost_vs_success_names_do_not_overlap_with_twenty_clustered_strategies(
+        twenty_sessions: pd.DataFrame, twenty_headline: pd.DataFrame) -> None:
+    """Twenty strategies, clusters of them at nearly one success and cost: every name is written once,
+    inside the axes, over no other name and no marker, and is either beside its point or joined to it by
+    a leader line."""
+    fig = cost_vs_success(twenty_sessions, headline=twenty_headline)
+    boxes = name_boxes(fig)
+    assert sorted(boxes) == sorted(plots.short_label(s, 22) for s in TWENTY)
+    overlapping = [(a, b) for i, a in enumerate(boxes) for b in list(boxes)[i + 1:] if _overlap(boxes[a], boxes[b])]
+    assert overlapping == []
+    ax = main_axes(fig)
+    frame = ax.get_window_extent()
+    assert all(frame.x0 <= x0 and x1 <= frame.x1 and frame.y0 <= y0 and y1 <= frame.y1
+               for x0, y0, x1, y1 in boxes.values())
+    points = point_pixels(fig, twenty_headline)
+    half = plots.POINT_SIZE / 2 * DPI / 72
+    covering = [(name, other) for name, box in boxes.items() for other, (x, y) in points.items()
+                if _overlap(box, (x - half, y - half, x + half, y + half))]
+    assert covering == []
+    # A name far from its point has a leader line that ends at the point's marker and starts at the name.
+    leaders = [segment for collection in ax.collections if isinstance(collection, LineCollection)
+               and collection.get_zorder() == 1.5 for segment in collection.get_segments()]
+    ends = [ax.transData.transform(np.asarray(segment)) for segment in leaders]
+    for name, (x0, y0, x1, y1) in boxes.items():
+        x, y = points[name]
+        gap = math.hypot(max(x0 - x, 0, x - x1), max(y0 - y, 0, y - y1))
+        if gap <= 2 * plots.RING_SIZE / 2 * DPI / 72:
+            continue
+        joined = [e for e in ends if math.hypot(*(e[1] - (x, y))) <= plots.RING_SIZE * DPI / 72
+                  and x0 - 4 <= e[0][0] <= x1 + 4 and y0 - 4 <= e[0][1] <= y1 + 4]
+        assert joined, f"{name} is {gap:.0f} px from its point without a leader line"
+
+
+def test_cost_vs_success_names_are_placed_whatever_the_row_order(twenty_sessions: pd.DataFrame,
+                                                                  twenty_headline: pd.DataFrame) -> None:
+    first = name_boxes(cost_vs_success(twenty_sessions, headline=twenty_headline))
+    shuffled = twenty_headline.sample(frac=1.0, random_state=5).reset_index(drop=True)
+    again = name_boxes(cost_vs_success(twenty_sessions.sample(frac=1.0, random_state=6), headline=shuffled))
+    assert again == first
+
+
+def test_cost_vs_success_names_stay_apart_with_seventy_strategies() -> None:
+    """A sweep's worth of variants (14 strategies, each at 5 window sizes: success and cost grow with the
+    window): the names still do not overlap, and the legend, which could not hold seventy entries, keys
+    only the front."""
+    rng = np.random.default_rng(3)
+    names, spots = [], []
+    for strategy in TWENTY[:14]:
+        rate, cost = rng.uniform(0.3, 0.8), rng.uniform(0.2, 1.0)
+        for step in range(5):
+            names.append(f"{strategy}@w{2 ** (step + 2)}k")
+            spots.append((min(rate + 0.04 * step, 0.99), cost * (1 + 0.15 * step)))
+    sessions = clustered_sessions(tuple(names), sessions_per_strategy=100, spots=spots)
+    fig = cost_vs_success(sessions, headline=headline(sessions, resamples=50,
+                                                      metrics=["success_rate", "cost_per_solved_session"]))
+    boxes = name_box_list(fig)
+    assert len(boxes) == 70
+    values = [box for _name, box in boxes]
+    assert not any(_overlap(a, b) for i, a in enumerate(values) for b in values[i + 1:])
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == [plots.FRONT_LABEL]
+    assert "70 strategies" in legend.get_title().get_text()
+
+
+def test_leader_geometry() -> None:
+    box = np.array([[0.0, 0.0, 10.0, 10.0]])
+    segments = np.array([[-5, 5, 15, 5], [-5, 15, 15, 15], [5, -5, 5, 20], [12, -5, 12, 20], [-5, -5, -1, -1],
+                         [2, 2, 3, 3]], dtype=float)
+    assert plots._crosses(segments, box)[:, 0].tolist() == [True, False, True, False, False, True]
+    others = np.array([[0, 10, 10, 0], [20, 0, 30, 0]], dtype=float)
+    assert plots._intersect(np.array([[0.0, 0.0, 10.0, 10.0]]), others).tolist() == [[True, False]]
