@@ -41,6 +41,7 @@ from reports.validation_seed_article import (
     seed_article_rows,
     seed_profile_rows,
 )
+from reports.validation_status import refresh_verdicts
 from reports.validation_trap import (
     TRAP,
     TRAP_MASK,
@@ -321,5 +322,7 @@ def write_validation(out_dir: str | Path, doc: str | Path) -> ValidationResult:
     plots["sweep"] = sorted((assets / "sweep" / PLOTS_DIR).glob("sweep-*.png"))
     text = render_document(b, checks, seed_rows, plots, ranking_section(b), doc_path.parent, anchors)
     write_atomically(doc_path, text.encode())
+    # The verdicts every run's report quotes (reports.validation_status) follow the shipped document.
+    refresh_verdicts(doc_path)
     written.append(doc_path)
     return ValidationResult(checks, written)
