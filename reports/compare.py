@@ -18,6 +18,13 @@ bound of the 95% CI of B - A is above +T, ``-T`` only when the UPPER bound is be
 bound is that of the relative difference, bootstrapped as a ratio (A varies across resamples too, so
 B - A's bound divided by A would be the wrong interval). A failed gate is a regression established
 beyond the threshold, not one session's blip; the resamples are seeded, so the gate never flakes.
+
+Intervals. Each run's value of a metric and its interval (``a``, ``a_low``, ``a_high`` and B's) are
+:func:`reports.stats.estimates` of the sessions compared, the computation of the report's headline: when
+every session is compared, they are the run's own headline numbers, to the bit. Every stream is seeded
+from what it resamples (:func:`reports.stats.content_digest`), never from a strategy's name: identical
+sessions give identical intervals. A ``per`` metric over fewer than :data:`reports.stats.MIN_SUPPORT`
+successes on a side has no interval of B - A (``interval`` is ``too_few``), and no gate can fail it.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import pandas as pd
 from reports import stats
 from reports.inputs import NUMBER, STATS_COLUMNS, ReportInputError, open_run_dir, simulated_run
 from reports.stats import METRICS, Metric
-from reports.tables import format_diff, format_interval, format_value, is_share
+from reports.tables import format_diff, format_interval, format_relative, format_value, is_share
 
 _AMOUNT = re.compile(r"([+-])((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(pp|%)?")
 #: A bound within this (relative) margin of a threshold does not cross it: float noise, not a change.
@@ -45,9 +52,13 @@ _EPS = 1e-9
 SESSION_IDENTITY = ["scenario", "session_index", "seed"]
 #: The sessions columns compare reads: those of the statistics and the seed to pair on.
 COMPARE_COLUMNS: dict[str, str] = STATS_COLUMNS | {"seed": NUMBER}
-#: The table's columns, one row per (metric, strategy); ``rel*`` is (B - A) / |A| and its interval.
-TABLE_COLUMNS = ["metric", "strategy", "paired", "n_a", "n_b", "a", "a_low", "a_high", "b", "b_low", "b_high",
-                 "diff", "ci_low", "ci_high", "excludes_zero", "rel", "rel_low", "rel_high"]
+#: The table's columns, one row per (metric, strategy): each run's value, interval, interval kind and
+#: (for a ``per`` metric) support, as :func:`reports.stats.estimates` gives them; B - A, its interval and
+#: the interval's kind (``bootstrap``, ``too_few`` or ``undefined``: :func:`reports.stats.paired_kind`);
+#: ``rel*``, (B - A) / |A| and its interval.
+TABLE_COLUMNS = ["metric", "strategy", "paired", "n_a", "n_b", "a", "a_low", "a_high", "a_interval", "a_support",
+                 "b", "b_low", "b_high", "b_interval", "b_support", "diff", "ci_low", "ci_high", "interval",
+                 "excludes_zero", "rel", "rel_low", "rel_high"]
 
 
 def unknown_metric(name: str) -> ReportInputError:
@@ -118,7 +129,7 @@ class Threshold:
         if self.kind == "pp":
             return f"{value:+.2f}pp"
         if self.kind == "relative":
-            return f"{value:+.1f}%"
+            return format_relative(value / 100)
         return format_diff(METRICS[self.metric], value)
 
 
@@ -222,6 +233,8 @@ class CompareResult:
         """Each gate on ``metric`` for one row: its verdict and the bound it read, against the threshold."""
         if math.isnan(float(row["diff"])):
             return "n/a"
+        if row["interval"] == stats.TOO_FEW:
+            return f"not decided: {_too_few(METRICS[metric], row)}"
         cells = []
         for t in (t for t in self.thresholds if t.metric == metric):
             tripped = t.trips(row)
@@ -243,8 +256,7 @@ class CompareResult:
             for _, r in group.iterrows():
                 sessions = f"{r['n_a']} paired" if r["paired"] else f"{r['n_a']} / {r['n_b']}"
                 rows.append([str(r["strategy"]), sessions, format_value(metric, r["a"]), format_value(metric, r["b"]),
-                             format_diff(metric, r["diff"]),
-                             format_interval(metric, r["ci_low"], r["ci_high"], diff=True),
+                             format_diff(metric, r["diff"]), _diff_interval(metric, r),
                              "yes" if r["excludes_zero"] else "no"]
                             + ([self._gate_cell(metric.name, r)] if gated else []))
             widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -265,7 +277,10 @@ class CompareResult:
         the gate passes them, and the reader should know why."""
         notes = []
         for _, r in self.table[self.table["metric"] == t.metric].iterrows():
-            if t.crossed(t.point(r)) and not t.trips(r):
+            if r["interval"] == stats.TOO_FEW:
+                notes.append(f"{r['strategy']}: not decided: {_too_few(METRICS[t.metric], r)} for an interval of "
+                             f"{t.quantity} (fewer than {stats.MIN_SUPPORT} on a side), so the gate cannot fail it")
+            elif t.crossed(t.point(r)) and not t.trips(r):
                 notes.append(f"{r['strategy']}: not established: {t.quantity} is {t.format(t.point(r))}, beyond "
                              f"{t.limit_text()}, but its {t.bound_name} bound {t.format(t.bound(r))} is not")
         return notes
@@ -318,51 +333,78 @@ def _relative_interval(samples: np.ndarray) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _measure(metric: Metric, a: pd.DataFrame, b: pd.DataFrame, idx_a: np.ndarray, idx_b: np.ndarray) -> dict[str, Any]:
-    """A, B, B - A and (B - A) / |A| with their intervals, from the resample index matrices of each run
-    (the same matrix for both when the sessions are paired row by row)."""
+def _too_few(metric: Metric, row: Mapping[str, Any]) -> str:
+    """``too few successes (A 3, B 12)``: why a row's B - A has no interval."""
+    def count(x: Any) -> str:
+        return f"{float(x):,.0f}" if math.isfinite(float(x)) else "n/a"
+
+    return f"too few {metric.support or 'events'} (A {count(row['a_support'])}, B {count(row['b_support'])})"
+
+
+def _diff_interval(metric: Metric, row: Mapping[str, Any]) -> str:
+    """The interval of B - A as the text table writes it, by its kind."""
+    if row["interval"] == stats.TOO_FEW:
+        return _too_few(metric, row)
+    return format_interval(metric, row["ci_low"], row["ci_high"], diff=True)
+
+
+def _draws(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def _measure(metric: Metric, a: pd.DataFrame, b: pd.DataFrame, *, paired: bool, resamples: int,
+             seed: int) -> dict[str, Any]:
+    """A, B, B - A and (B - A) / |A| with their intervals. Paired, ``a`` and ``b`` hold the same sessions
+    in the same order and one resample of them serves both runs; unpaired, each run is resampled on
+    its own. A's and B's own values and intervals are :func:`reports.stats.estimates`'."""
+    arrays_a, arrays_b = stats.metric_arrays(a, metric), stats.metric_arrays(b, metric)
+    est_a, est_b = stats.estimates([(metric, *arrays_a), (metric, *arrays_b)], resamples=resamples, seed=seed)
+    nan = float("nan")
+    row: dict[str, Any] = {
+        "a": est_a.value, "a_low": est_a.ci_low, "a_high": est_a.ci_high, "a_interval": est_a.interval,
+        "a_support": est_a.support,
+        "b": est_b.value, "b_low": est_b.ci_low, "b_high": est_b.ci_high, "b_interval": est_b.interval,
+        "b_support": est_b.support,
+        "diff": nan, "ci_low": nan, "ci_high": nan, "interval": stats.paired_kind(metric, arrays_a, arrays_b),
+        "excludes_zero": False, "rel": nan, "rel_low": nan, "rel_high": nan}
+    if row["interval"] == stats.UNDEFINED:
+        return row
+    diff = est_b.value - est_a.value
+    row |= {"diff": diff, "rel": float(relative_change(diff, est_a.value))}
+    if row["interval"] != stats.BOOTSTRAP:
+        return row
+    digest_a, digest_b = stats.content_digest(*arrays_a), stats.content_digest(*arrays_b)
+    if paired:
+        # Seeded from both sides in sorted order: A against B draws what B against A draws.
+        low, high = sorted((digest_a, digest_b))
+        idx_a = idx_b = _draws(stats.rng_for(seed, "compare-paired", metric.name, low, high), len(a), resamples)
+    else:
+        # Each run its own stream, named by its side too: identical runs are still resampled independently.
+        idx_a = _draws(stats.rng_for(seed, "compare-A", metric.name, digest_a), len(a), resamples)
+        idx_b = _draws(stats.rng_for(seed, "compare-B", metric.name, digest_b), len(b), resamples)
     stat = stats.statistic(metric)
-    va, da = stats.metric_arrays(a, metric)
-    vb, db = stats.metric_arrays(b, metric)
-    value_a = float(stat(va, da, np.arange(len(a))))
-    value_b = float(stat(vb, db, np.arange(len(b))))
-    sa, sb = stat(va, da, idx_a), stat(vb, db, idx_b)
-    a_low, a_high = stats.percentile_interval(sa, stats.CONFIDENCE)
-    b_low, b_high = stats.percentile_interval(sb, stats.CONFIDENCE)
+    sa, sb = stat(*arrays_a, idx_a), stat(*arrays_b, idx_b)
     ci_low, ci_high = stats.percentile_interval(sb - sa, stats.CONFIDENCE)
     rel_low, rel_high = _relative_interval(relative_change(sb - sa, sa))
-    diff = value_b - value_a
-    return {"a": value_a, "a_low": a_low, "a_high": a_high, "b": value_b, "b_low": b_low, "b_high": b_high,
-            "diff": diff, "ci_low": ci_low, "ci_high": ci_high, "excludes_zero": bool(ci_low > 0 or ci_high < 0),
-            "rel": float(relative_change(diff, value_a)), "rel_low": rel_low, "rel_high": rel_high}
+    return row | {"ci_low": ci_low, "ci_high": ci_high, "excludes_zero": bool(ci_low > 0 or ci_high < 0),
+                  "rel_low": rel_low, "rel_high": rel_high}
 
 
 def _paired_row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, resamples: int,
                 seed: int) -> dict[str, Any]:
     """``a`` and ``b`` hold the same sessions in the same order: one resample index serves both runs."""
     n = len(a)
-    idx = stats.rng_for(seed, "compare", "paired", metric.name, strategy).integers(0, n, size=(resamples, n))
     return {"metric": metric.name, "strategy": strategy, "paired": True, "n_a": n, "n_b": n,
-            **_measure(metric, a, b, idx, idx)}
+            **_measure(metric, a, b, paired=True, resamples=resamples, seed=seed)}
 
 
 def _unpaired_row(metric: Metric, strategy: str, a: pd.DataFrame, b: pd.DataFrame, *, resamples: int,
                   seed: int) -> dict[str, Any]:
+    """Each run's sessions of ``strategy`` (in session order, as the headline sees them), resampled
+    independently; a strategy only one run has gets its value and interval, and no difference."""
     row: dict[str, Any] = {"metric": metric.name, "strategy": strategy, "paired": False, "n_a": len(a), "n_b": len(b)}
-    if len(a) == 0 or len(b) == 0:
-        # A strategy only one run has: its own value and interval, nothing to difference.
-        present = a if len(a) else b
-        values, den = stats.metric_arrays(present, metric)
-        side = "a" if len(a) else "b"
-        value, low, high = stats.bootstrap(values, metric, denominators=den, resamples=resamples,
-                                           rng=stats.rng_for(seed, side.upper(), "compare", metric.name, strategy))
-        nan = float("nan")
-        return row | {c: nan for c in TABLE_COLUMNS[5:]} | {side: value, f"{side}_low": low, f"{side}_high": high,
-                                                            "excludes_zero": False}
-    # Distinct streams for A and B (each name is hashed whole), so the runs are resampled independently.
-    idx_a = stats.rng_for(seed, "A", "compare", metric.name, strategy).integers(0, len(a), size=(resamples, len(a)))
-    idx_b = stats.rng_for(seed, "B", "compare", metric.name, strategy).integers(0, len(b), size=(resamples, len(b)))
-    return row | _measure(metric, a, b, idx_a, idx_b)
+    return row | _measure(metric, stats.in_session_order(a), stats.in_session_order(b), paired=False,
+                          resamples=resamples, seed=seed)
 
 
 def _by_session(frame: pd.DataFrame, path: Path, strategy: str) -> pd.DataFrame:
@@ -418,7 +460,8 @@ def compare(run_a: str | Path, run_b: str | Path, metrics: Sequence[str] | None 
         common: pd.Index = pd.Index([])
         if pairing.paired and len(a) and len(b):
             a, b = _by_session(a, path_a, strategy), _by_session(b, path_b, strategy)
-            common = a.index.intersection(b.index)
+            # In session order: the order the headline resamples a run's sessions in.
+            common = a.index.intersection(b.index).sort_values()
         compared.append((strategy, a, b, common))
     rows = [_paired_row(METRICS[name], strategy, a.loc[common], b.loc[common], resamples=resamples, seed=seed)
             if len(common) else _unpaired_row(METRICS[name], strategy, a, b, resamples=resamples, seed=seed)

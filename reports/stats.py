@@ -8,8 +8,17 @@ one ``rng.integers`` matrix per (metric, strategy) reduced along its rows, so th
 bit, without a 48 MB matrix per metric and strategy at 3,000 sessions a strategy.
 
 A rate of no events or of every event (0 of 40 loops) has nothing to resample: its bootstrap interval
-collapses to the point. Such a rate gets a Wilson score interval instead (:func:`wilson_interval`),
-and :func:`headline` says which interval each row carries.
+collapses to the point. Such a rate gets a Wilson score interval instead (:func:`wilson_interval`), as
+does a share of sessions with fewer than :data:`MIN_SUPPORT` events or non-events (:func:`rate_interval`). A
+``per`` metric over fewer than :data:`MIN_SUPPORT` units of its denominator (a cost per solved session
+of 3 solved sessions) gets no interval at all (``too_few``). :func:`headline` says which interval each
+row carries.
+
+Every stream of resamples is seeded from what it resamples (:func:`content_digest` of the arrays, in
+session order), the statistic's kind and the metric's name, never from a strategy's name or the order
+of computation: the same sessions give the same interval to the bit wherever they are summarised (the
+run's console summary, ``--json``, the report, ``ctxbench compare``), and two strategies whose
+sessions are identical get identical intervals.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,6 +41,21 @@ from harness.core.rundir import SESSIONS_TABLE
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 CONFIDENCE = 0.95
+#: The kinds of interval a headline row carries (its ``interval`` column): the percentile bootstrap over
+#: sessions; Wilson's score interval, for a rate where the bootstrap's fails (:func:`rate_interval`);
+#: none, for a ``per`` metric over too few units of its denominator; none, for a metric without a value.
+BOOTSTRAP, WILSON, TOO_FEW, UNDEFINED = "bootstrap", "wilson", "too_few", "undefined"
+INTERVAL_KINDS = (BOOTSTRAP, WILSON, TOO_FEW, UNDEFINED)
+#: A ``per`` metric over fewer units of its denominator than this (solved sessions for a cost per solved
+#: session, compactions for the thrash rate) gets its value but no interval. Its resamples divide by a
+#: resampled count k* that is about Poisson(k) for k units in many sessions: a resample has none (its
+#: statistic undefined, so it is dropped and the interval is conditioned on a success) with probability
+#: about e^-k, 37% at k = 1 and 0.7% at k = 5 but under 0.005% from k = 10 (0.1 of 2,000 resamples); and
+#: the count's relative spread 1 / sqrt(k) is 45% at 5, so below 10 the percentile interval of the ratio
+#: is mostly the noise of the count. 10 is also the textbook success-failure condition for treating a
+#: count's sampling distribution as normal (at least 10 successes: OpenIntro Statistics, Diez,
+#: Cetinkaya-Rundel and Barr; De Veaux, Velleman and Bock, Intro Stats).
+MIN_SUPPORT = 10
 #: The key of one session across strategies: paired comparisons join on it.
 SESSION_KEY = ["scenario", "session_index"]
 
@@ -52,13 +77,16 @@ class Metric:
     #: True when lower is better (for reading a comparison's direction).
     lower_is_better: bool = True
     #: True for a count of events over trials (sessions, tool calls): at none or all of them the
-    #: interval is Wilson's, not the bootstrap's (which collapses to a point there).
+    #: interval is Wilson's, not the bootstrap's (which collapses to a point there); for a share of
+    #: sessions, also at fewer than MIN_SUPPORT events or non-events (:func:`rate_interval`).
     events: bool = False
     #: What a report writes for an undefined value (a ``per`` metric over a zero denominator).
     undefined: str = "n/a"
     #: True for a metric whose columns a run may lack (a run directory made before ctxbench counted
     #: them): statistics leave it out for such a run, as absent, never as zero.
     optional: bool = False
+    #: What the denominator of a ``per`` metric counts, as in "too few successes" (:data:`MIN_SUPPORT`).
+    support: str = ""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -81,7 +109,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # Cost per session rewards failing early (an overflowed session stops early and cheap); the cost of
     # what a strategy actually solves does not.
     Metric("cost_per_solved_session", "cost per solved session", "USD", "per", "cost_usd", "success",
-           undefined="no solved session"),
+           undefined="no solved session", support="successes"),
     # Prompt-cache hits are billed at a fraction of the input price, so this, more than the input
     # tokens, decides the bill of strategies that rewrite their context.
     Metric("cache_hit_share", "cache-hit share", "share of input tokens", "ratio", "cached_input_tokens",
@@ -94,7 +122,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            optional=True),
     # Undefined, not zero, for a strategy that never compacted: there was nothing to thrash.
     Metric("thrash_rate", "thrash rate", "share of compactions", "per", "thrash", "compactions", events=True,
-           undefined="no compaction", optional=True),
+           undefined="no compaction", optional=True, support="compactions"),
 )}
 
 
@@ -136,6 +164,15 @@ def _per_unit(v: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """The ``per`` statistic: sum of values over sum of denominators, NaN where that is zero."""
     num, den = v[idx].sum(axis=-1), d[idx].sum(axis=-1)
     return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def in_session_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows by session (:data:`SESSION_KEY`), the order the paired comparisons see them in:
+    a stream's draws pick sessions by position, so the same sessions give the same interval whatever
+    order a table holds them in. As given when the frame lacks those columns."""
+    if not set(SESSION_KEY) <= set(frame.columns):
+        return frame
+    return frame.sort_values(SESSION_KEY, kind="stable")
 
 
 def metric_arrays(frame: pd.DataFrame, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
@@ -248,17 +285,16 @@ class _Stream:
     rng: np.random.Generator
     n: int
     statistics: list[Callable[[np.ndarray], np.ndarray]] = field(default_factory=list)
-    #: id of a frame (one side's sessions) -> its side, so a side shared by several pairs (the
-    #: strategy itself, a baseline) is resampled once.
-    sides: dict[int, _Side] = field(default_factory=dict)
+    #: The digest of a side's arrays (:func:`content_digest`) -> its side, so identical sides are
+    #: resampled once.
+    sides: dict[bytes, _Side] = field(default_factory=dict)
 
-    def side(self, metric: Metric, frame: pd.DataFrame) -> _Side:
-        """``metric`` over ``frame``'s sessions as a side of this stream, added if new."""
-        if id(frame) not in self.sides:
-            arrays = metric_arrays(frame, metric)
-            self.sides[id(frame)] = _Side(arrays, len(self.statistics))
+    def side(self, metric: Metric, arrays: tuple[np.ndarray, np.ndarray], digest: bytes) -> _Side:
+        """``metric``'s ``arrays`` (whose digest is ``digest``) as a side of this stream, added if new."""
+        if digest not in self.sides:
+            self.sides[digest] = _Side(arrays, len(self.statistics))
             self.statistics.append(block_statistic(metric, *arrays))
-        return self.sides[id(frame)]
+        return self.sides[digest]
 
 
 def _resample(streams: Sequence[_Stream], resamples: int) -> list[list[np.ndarray]]:
@@ -284,11 +320,25 @@ def _resample(streams: Sequence[_Stream], resamples: int) -> list[list[np.ndarra
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def rng_for(seed: int, *parts: str) -> np.random.Generator:
-    """A generator per (table, metric, strategy): adding a strategy never shifts another's CI, and
-    no two metrics or strategies share a resample stream (each name is hashed whole)."""
-    key = [seed, *(int.from_bytes(hashlib.blake2b(p.encode(), digest_size=8).digest(), "big") for p in parts)]
+def rng_for(seed: int, *parts: str | bytes) -> np.random.Generator:
+    """A generator per purpose, named by ``parts``: a name (each hashed whole) or a digest (used as
+    it is: :func:`content_digest`). Adding a strategy never shifts another's CI, and no two purposes
+    share a resample stream."""
+    key = [seed, *(int.from_bytes(p if isinstance(p, bytes) else hashlib.blake2b(p.encode(), digest_size=8).digest(),
+                                  "big") for p in parts)]
     return np.random.default_rng(key)
+
+
+def content_digest(*arrays: np.ndarray) -> bytes:
+    """A digest of exactly what a stream resamples: each array's length and its values as float64
+    bytes, in order (-0.0 as 0.0 and every NaN alike, so equal values give equal digests)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        data = np.asarray(array, dtype=np.float64)
+        data = np.ascontiguousarray(np.where(np.isnan(data), np.nan, data + 0.0))
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data.tobytes())
+    return digest.digest()
 
 
 def percentile_interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -329,12 +379,21 @@ def events_and_trials(metric: Metric, values: np.ndarray, denominators: np.ndarr
 
 def rate_interval(metric: Metric, values: np.ndarray, denominators: np.ndarray,
                   confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """Wilson's interval for an ``events`` metric at none or all of its trials, where the bootstrap's
-    collapses to a point; None when the bootstrap interval stands."""
+    """Wilson's interval for an ``events`` metric where the bootstrap's does not hold; None where it
+    does. That is at none or all of its trials, where the bootstrap's collapses to a point; and, for a
+    share of sessions (a ``mean`` of a flag), at fewer than :data:`MIN_SUPPORT` events or non-events,
+    where the percentile bootstrap of a proportion covers like the Wald interval, too rarely, and
+    Wilson's is the interval recommended for it (Brown, Cai and DasGupta, "Interval Estimation for a
+    Binomial Proportion", Statistical Science 16(2), 2001). Sessions are independent trials, so
+    Wilson's model holds there exactly; a share of tool calls or compactions is clustered in sessions,
+    which only the bootstrap over sessions sees, so it keeps the bootstrap's short of none or all."""
     if not metric.events:
         return None
     events, trials = events_and_trials(metric, values, denominators)
-    if trials <= 0 or 0 < events < trials:
+    if trials <= 0:
+        return None
+    fewest = MIN_SUPPORT if metric.kind == "mean" else 1
+    if fewest <= events <= trials - fewest:
         return None
     return wilson_interval(events, trials, confidence)
 
@@ -355,41 +414,141 @@ def bootstrap(values: np.ndarray, metric: Metric, *, denominators: np.ndarray | 
     return value, lo, hi
 
 
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A metric over some sessions: its value, its interval and the interval's kind
+    (:data:`INTERVAL_KINDS`), and the counts they rest on."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    #: ``bootstrap``, ``wilson``, ``too_few`` or ``undefined`` (:func:`interval_kind`).
+    interval: str
+    #: Sessions.
+    n: int
+    #: The denominator's sum of a ``per`` metric (solved sessions, compactions); NaN for other kinds.
+    support: float
+    #: (events, trials) of an ``events`` metric (:func:`events_and_trials`); NaN for other metrics.
+    events: float
+    trials: float
+
+    def row(self) -> dict[str, float | int | str]:
+        """The estimate as the columns of a :func:`headline` row."""
+        return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n,
+                "interval": self.interval, "support": self.support, "events": self.events, "trials": self.trials}
+
+
+def support_of(metric: Metric, denominators: np.ndarray) -> float:
+    """What a ``per`` metric divides by over some sessions (its denominator's sum); NaN for other kinds."""
+    return float(denominators.sum()) if metric.kind == "per" else float("nan")
+
+
+def interval_kind(metric: Metric, values: np.ndarray, denominators: np.ndarray) -> str:
+    """Which interval ``metric`` over these sessions carries: ``undefined`` without a value (no
+    sessions; a ``per`` metric over a zero denominator), ``too_few`` for a ``per`` metric over fewer
+    than :data:`MIN_SUPPORT` units of its denominator, ``wilson`` for an ``events`` rate of none or
+    all of its trials (:func:`rate_interval`), else ``bootstrap``."""
+    if len(values) == 0:
+        return UNDEFINED
+    if metric.kind == "per":
+        support = support_of(metric, denominators)
+        if not support > 0:
+            return UNDEFINED
+        if support < MIN_SUPPORT:
+            return TOO_FEW
+    if rate_interval(metric, values, denominators) is not None:
+        return WILSON
+    return BOOTSTRAP
+
+
+#: Bootstrap bounds already computed in this process, by (metric, content digest, resamples, seed,
+#: confidence): a run prints its summary and then writes its report, and the report's intervals of the
+#: summary's metrics are the summary's, found here rather than drawn again. Two floats an entry; the
+#: oldest go first past the limit.
+_BOUNDS: dict[tuple[str, bytes, int, int, float], tuple[float, float]] = {}
+_BOUNDS_LIMIT = 1 << 16
+_BOUNDS_LOCK = threading.Lock()
+
+
+def estimates(cells: Sequence[tuple[Metric, np.ndarray, np.ndarray]], *, resamples: int = DEFAULT_RESAMPLES,
+              seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> list[Estimate]:
+    """Each (metric, values, denominators) cell as an :class:`Estimate`: the one computation of a
+    metric's value and interval over a set of sessions, which :func:`headline` and
+    ``ctxbench compare`` both call. A bootstrap cell's stream is seeded from ``seed``, ``headline``,
+    the metric's name and :func:`content_digest` of its arrays, so the same arrays (in the same
+    session order: :func:`in_session_order`) get the same interval to the bit; identical cells are
+    resampled once (and once in a process: :data:`_BOUNDS`)."""
+    kinds = [interval_kind(metric, values, den) for metric, values, den in cells]
+    keys: list[tuple[str, bytes] | None] = [(metric.name, content_digest(values, den)) if kind == BOOTSTRAP else None
+                                            for (metric, values, den), kind in zip(cells, kinds, strict=True)]
+    streams: dict[tuple[str, bytes], _Stream] = {}
+    bounds: dict[tuple[str, bytes], tuple[float, float]] = {}
+    with _BOUNDS_LOCK:
+        for (metric, values, den), key in zip(cells, keys, strict=True):
+            if key is None or key in bounds or key in streams:
+                continue
+            known = _BOUNDS.get((*key, resamples, seed, confidence))
+            if known is not None:
+                bounds[key] = known
+            else:
+                streams[key] = _Stream(rng_for(seed, "headline", *key), len(values),
+                                       [block_statistic(metric, values, den)])
+    drawn = _resample(list(streams.values()), resamples)
+    with _BOUNDS_LOCK:
+        for new_key, [samples] in zip(streams, drawn, strict=True):
+            bounds[new_key] = _BOUNDS[(*new_key, resamples, seed, confidence)] = percentile_interval(samples,
+                                                                                                   confidence)
+        while len(_BOUNDS) > _BOUNDS_LIMIT:
+            del _BOUNDS[next(iter(_BOUNDS))]
+    out = []
+    nan = float("nan")
+    for (metric, values, den), kind, key in zip(cells, kinds, keys, strict=True):
+        n = len(values)
+        value = float(statistic(metric)(values, den, np.arange(n))) if n else nan
+        lo, hi = bounds[key] if key is not None else (nan, nan)
+        if kind == WILSON:
+            lo, hi = wilson_interval(*events_and_trials(metric, values, den), confidence)
+        events, trials = events_and_trials(metric, values, den) if metric.events and n else (nan, nan)
+        out.append(Estimate(value if kind != UNDEFINED else nan, lo, hi, kind, n, support_of(metric, den), events,
+                            trials))
+    return out
+
+
+#: The columns of a :func:`headline` frame, in order.
+HEADLINE_COLUMNS = ["strategy", "metric", "value", "ci_low", "ci_high", "n", "interval", "support", "events", "trials"]
+
+
 def headline(sessions: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
              confidence: float = CONFIDENCE, metrics: Iterable[str] | None = None) -> pd.DataFrame:
-    """One row per (strategy, metric): value, ci_low, ci_high, n, and ``interval``: ``bootstrap``, or
-    ``wilson`` for a rate of none or all of its events (:func:`rate_interval`). ``metrics`` (names of
-    ``METRICS``) limits the metrics; each one's resamples are the same whichever others are asked for."""
+    """One row per (strategy, metric), strategies by name and metrics in ``METRICS`` order, columns
+    :data:`HEADLINE_COLUMNS`: value, ci_low, ci_high (NaN unless the interval is ``bootstrap`` or
+    ``wilson``), n (sessions), ``interval`` (:func:`interval_kind`), ``support`` (a ``per`` metric's
+    denominator sum, else NaN) and ``events``, ``trials`` (of an ``events`` metric, else NaN): the
+    :func:`estimates` of each strategy's sessions in session order. ``metrics`` (names of ``METRICS``)
+    limits the metrics; each one's interval is the same whichever others are asked for, whatever
+    other strategies the frame holds and whatever its row order."""
     chosen = metrics_of(sessions, metrics)
     sessions = with_success(sessions) if "success" not in sessions else sessions
-    cells = []
-    streams = []
+    names, cells = [], []
     for strategy, group in sessions.groupby("strategy", sort=True):
+        group = in_session_order(group)
         for metric in chosen:
-            values, den = metric_arrays(group, metric)
-            cells.append((strategy, metric, values, den))
-            streams.append(_Stream(rng_for(seed, "headline", metric.name, str(strategy)), len(values),
-                                   [block_statistic(metric, values, den)]))
-    rows = []
-    for (strategy, metric, values, den), [samples] in zip(cells, _resample(streams, resamples), strict=True):
-        n = len(values)
-        value = float(statistic(metric)(values, den, np.arange(n)))
-        lo, hi = percentile_interval(samples, confidence)
-        wilson = rate_interval(metric, values, den, confidence)
-        if wilson is not None:
-            lo, hi = wilson
-        rows.append({"strategy": strategy, "metric": metric.name, "value": value, "ci_low": lo, "ci_high": hi,
-                     "n": n, "interval": "bootstrap" if wilson is None else "wilson"})
-    return pd.DataFrame(rows)
+            names.append(strategy)
+            cells.append((metric, *metric_arrays(group, metric)))
+    found = estimates(cells, resamples=resamples, seed=seed, confidence=confidence)
+    rows = [{"strategy": strategy, "metric": metric.name, **estimate.row()}
+            for strategy, (metric, _v, _d), estimate in zip(names, cells, found, strict=True)]
+    return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
 
 
 def paired(sessions: pd.DataFrame, baseline: str = "unbounded", *, resamples: int = DEFAULT_RESAMPLES,
            seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE,
            metrics: Iterable[str] | None = None) -> pd.DataFrame:
     """Each strategy against ``baseline`` over the sessions both ran: the difference of the metric
-    (strategy minus baseline), its bootstrap CI from resampling those sessions jointly, the relative
-    change, and whether the CI excludes zero. ``metrics`` (names of ``METRICS``) limits the metrics
-    compared; each metric's resamples are the same whichever others are asked for."""
+    (strategy minus baseline), its bootstrap CI from resampling those sessions jointly (none, NaN, when
+    ``interval`` is ``too_few`` or ``undefined``: :func:`paired_kind`), the relative change, and whether
+    the CI excludes zero. ``metrics`` (names of ``METRICS``) limits the metrics compared; each metric's
+    resamples are the same whichever others are asked for."""
     sessions = with_success(sessions) if "success" not in sessions else sessions
     return paired_differences(sessions, paired_against(sessions, baseline, metrics), resamples=resamples, seed=seed,
                               confidence=confidence)
@@ -407,13 +566,26 @@ def paired_against(sessions: pd.DataFrame, baseline: str,
     return [(strategy, baseline, metric) for strategy in names if strategy != baseline for metric in chosen]
 
 
+def paired_kind(metric: Metric, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> str:
+    """Which interval a paired difference of ``metric`` carries: ``undefined`` without common sessions
+    or with a side without a value, ``too_few`` when a side of a ``per`` metric has fewer than
+    :data:`MIN_SUPPORT` units of its denominator (:func:`interval_kind`), else ``bootstrap``."""
+    kinds = {interval_kind(metric, *a), interval_kind(metric, *b)}
+    if UNDEFINED in kinds:
+        return UNDEFINED
+    return TOO_FEW if TOO_FEW in kinds else BOOTSTRAP
+
+
 def paired_differences(sessions: pd.DataFrame, pairs: Iterable[tuple[str, str, str]], *,
                        resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                        confidence: float = CONFIDENCE) -> pd.DataFrame:
     """One :func:`paired` row per (strategy, baseline, metric) asked, in the order asked (a repeat
-    once): the same values as :func:`paired` against that baseline. The resamples of a strategy and a
-    metric are named by those two only, so a strategy paired with several baselines over as many
-    sessions is resampled once for all of them."""
+    once): the same values as :func:`paired` against that baseline, and ``interval`` (``bootstrap``;
+    ``too_few`` or ``undefined``, with no interval: :func:`paired_kind`) and ``support`` (the smaller
+    side's denominator sum of a ``per`` metric, else NaN). A pair's stream is seeded from ``seed``,
+    ``paired``, the metric's name and the digests of both sides' arrays (in session order), taken
+    in sorted order: the same two sides give the same draws whichever is the strategy, so B - A is
+    A - B negated, and pairs over identical data are resampled once."""
     sessions = with_success(sessions) if "success" not in sessions else sessions
     wanted = list(dict.fromkeys(pairs))
     groups = {strategy: group for strategy, group in sessions.groupby("strategy", sort=True)}
@@ -426,55 +598,55 @@ def paired_differences(sessions: pd.DataFrame, pairs: Iterable[tuple[str, str, s
             indexed[strategy] = groups[strategy].set_index(SESSION_KEY).sort_index()
         return indexed[strategy]
 
-    # A strategy's rows over the sessions it shares with another; one frame per distinct set of sessions,
-    # so that a stream sees a side shared by several pairs as the same frame (_Stream.side).
-    restricted: dict[str, list[tuple[pd.Index, pd.DataFrame]]] = {}
-
-    def over(strategy: str, common: pd.Index) -> pd.DataFrame:
-        seen = restricted.setdefault(strategy, [])
-        for index, frame in seen:
-            if index.equals(common):
-                return frame
-        frame = by_session(strategy).loc[common]
-        seen.append((common, frame))
-        return frame
-
     aligned: dict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame]] = {}
     for strategy, baseline, _metric in wanted:
         if (strategy, baseline) not in aligned:
-            common = by_session(baseline).index.intersection(by_session(strategy).index)
-            aligned[strategy, baseline] = (over(strategy, common), over(baseline, common))
+            common = by_session(baseline).index.intersection(by_session(strategy).index).sort_values()
+            aligned[strategy, baseline] = (by_session(strategy).loc[common], by_session(baseline).loc[common])
 
-    # One stream per (metric, strategy, sessions resampled); each side of it resampled once.
-    streams: dict[tuple[str, str, int], _Stream] = {}
-    plan: list[tuple[str, str, Metric, _Side, _Side, tuple[str, str, int]]] = []
+    # One stream per metric and (unordered) pair of sides' contents; each side of it resampled once.
+    streams: dict[tuple[str, bytes, bytes], _Stream] = {}
+    plan: list[tuple[str, str, Metric, int, str, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray],
+                     tuple[_Side, _Side, tuple[str, bytes, bytes]] | None]] = []
     for strategy, baseline, name in wanted:
         metric = METRICS[name]
         a, b = aligned[strategy, baseline]
-        key = (name, str(strategy), len(a))
-        if key not in streams:
-            streams[key] = _Stream(rng_for(seed, "paired", name, str(strategy)), len(a))
-        plan.append((strategy, baseline, metric, streams[key].side(metric, a), streams[key].side(metric, b), key))
-    keys = [key for key, stream in streams.items() if stream.n]
+        arrays_a, arrays_b = metric_arrays(a, metric), metric_arrays(b, metric)
+        kind = paired_kind(metric, arrays_a, arrays_b)
+        drawn = None
+        if kind == BOOTSTRAP:
+            digest_a, digest_b = content_digest(*arrays_a), content_digest(*arrays_b)
+            low, high = sorted((digest_a, digest_b))
+            key = (name, low, high)
+            if key not in streams:
+                streams[key] = _Stream(rng_for(seed, "paired", *key), len(a))
+            stream = streams[key]
+            drawn = (stream.side(metric, arrays_a, digest_a), stream.side(metric, arrays_b, digest_b), key)
+        plan.append((strategy, baseline, metric, len(a), kind, arrays_a, arrays_b, drawn))
+    keys = list(streams)
     samples = dict(zip(keys, _resample([streams[key] for key in keys], resamples), strict=True))
 
     rows = []
-    for strategy, baseline, metric, a_side, b_side, key in plan:
-        n = key[2]
+    nan = float("nan")
+    for strategy, baseline, metric, n, kind, arrays_a, arrays_b, drawn in plan:
+        support = min(support_of(metric, arrays_a[1]), support_of(metric, arrays_b[1]))
         if not n:
             rows.append({"strategy": strategy, "baseline": baseline, "metric": metric.name, "n": 0,
-                         "diff": np.nan, "ci_low": np.nan, "ci_high": np.nan, "relative": np.nan,
-                         "excludes_zero": False})
+                         "diff": nan, "ci_low": nan, "ci_high": nan, "relative": nan, "excludes_zero": False,
+                         "interval": kind, "support": support})
             continue
         stat = statistic(metric)
         full = np.arange(n)
-        diff = float(stat(*a_side.arrays, full) - stat(*b_side.arrays, full))
-        base_value = float(stat(*b_side.arrays, full))
-        lo, hi = percentile_interval(samples[key][a_side.slot] - samples[key][b_side.slot], confidence)
+        diff = float(stat(*arrays_a, full) - stat(*arrays_b, full))
+        base_value = float(stat(*arrays_b, full))
+        lo, hi = nan, nan
+        if drawn is not None:
+            a_side, b_side, key = drawn
+            lo, hi = percentile_interval(samples[key][a_side.slot] - samples[key][b_side.slot], confidence)
         rows.append({"strategy": strategy, "baseline": baseline, "metric": metric.name, "n": n, "diff": diff,
                      "ci_low": lo, "ci_high": hi,
                      "relative": diff / base_value if base_value and np.isfinite(base_value) else np.nan,
-                     "excludes_zero": bool(lo > 0 or hi < 0)})
+                     "excludes_zero": bool(lo > 0 or hi < 0), "interval": kind, "support": support})
     return pd.DataFrame(rows)
 
 

@@ -51,7 +51,7 @@ from reports.plots import (
     thousands,
 )
 from reports.stats import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, Metric
-from reports.tables import Cell, Table, format_interval, format_value, interval_cell, is_share
+from reports.tables import Cell, Table, format_interval, format_value, headline_cell, is_share
 
 #: The metric a ranking orders by unless told otherwise (what ``reports.stats.METRICS`` calls success).
 SUCCESS = "success_rate"
@@ -141,14 +141,15 @@ def sweep_points(sessions: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, 
                  confidence: float = CONFIDENCE, headline: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (sweep_param, sweep_value, model, metric) for every metric of ``METRICS``.
 
-    Columns: ``sweep_param, sweep_value, model, variant, strategy, metric, value, ci_low, ci_high, n``.
-    The value and its 95% bootstrap interval are :func:`reports.stats.headline`'s for that variant
+    Columns: ``sweep_param, sweep_value, model, variant, strategy, metric, value, ci_low, ci_high, n,
+    interval, support``. The value, its 95% interval and the interval's kind are
+    :func:`reports.stats.headline`'s for that variant
     (pass ``headline`` when it is computed already). Unswept variants come too, with ``sweep_param`` ""
     and ``sweep_value`` NaN, one set per model: the baselines the grid is read against. Swept rows come
     first, by param, value and model; then the unswept ones by variant and model.
     """
     columns = ["sweep_param", "sweep_value", "model", "variant", "strategy", "metric", "value", "ci_low", "ci_high",
-               "n"]
+               "n", "interval", "support"]
     table = variant_table(sessions)
     head = _headline(sessions, headline, resamples, seed, confidence)
     if table.empty or head.empty:
@@ -558,8 +559,7 @@ def _metric_cells(rows: pd.DataFrame, metrics: list[Metric]) -> list[Cell]:
         if metric.name not in indexed.index:
             cells.append(Cell("n/a"))
             continue
-        r = indexed.loc[metric.name]
-        cells.append(interval_cell(metric, r["value"], r["ci_low"], r["ci_high"]))
+        cells.append(headline_cell(metric, indexed.loc[metric.name]))
     return cells
 
 

@@ -18,6 +18,7 @@ import pytest
 from harness.cli import main as cli_main
 from harness.run.config import RunConfig
 from harness.run.runner import run
+from reports import stats
 from reports.compare import Threshold, compare, parse_metrics, parse_threshold, relative_change
 from reports.stats import METRICS
 from tests.reports.runs import SMALL_RUN, edited_copy, replace_table
@@ -150,8 +151,12 @@ def test_a_run_against_itself_is_paired_with_zero_differences_and_zero_width_int
         defined = table[table["a"].notna()]  # an undefined metric (no value over these sessions) has no difference
         assert (defined["diff"] == 0).all()
         assert (defined["a"] == defined["b"]).all()
-        assert (defined["ci_low"] == 0).all() and (defined["ci_high"] == 0).all()
-        assert (defined["rel_low"] == 0).all() and (defined["rel_high"] == 0).all()
+        # Too few successes for a cost per solved session: no interval, even of a difference that is zero.
+        drawn = defined[defined["interval"] == "bootstrap"]
+        assert set(defined["interval"]) <= {"bootstrap", "too_few"} and not drawn.empty
+        assert (drawn["ci_low"] == 0).all() and (drawn["ci_high"] == 0).all()
+        assert (drawn["rel_low"] == 0).all() and (drawn["rel_high"] == 0).all()
+        assert defined.loc[defined["interval"] == "too_few", ["ci_low", "ci_high"]].isna().all().all()
         assert not table["excludes_zero"].any()
         assert not result.failed
         assert "paired on 12 shared sessions" in result.to_text()
@@ -353,3 +358,25 @@ def test_bad_input_exits_2_with_one_line(runs: tuple[Path, Path, Path], tmp_path
     assert "Traceback" not in captured.err
     assert named in captured.err
     assert captured.out == ""
+
+
+def test_each_runs_values_are_its_headline_and_a_reversed_compare_mirrors(runs: tuple[Path, Path, Path]) -> None:
+    """A's value and interval of each metric are A's headline numbers, to the bit (one computation,
+    seeded from the sessions); B against A draws what A against B draws, so it is its mirror."""
+    a, _, b = runs
+    names = ["context_tokens_mean", "loop_rate", "latency_p95", "cost_per_solved_session"]
+    forward = compare(a, b, names).table.set_index(["metric", "strategy"])
+    reverse = compare(b, a, names).table.set_index(["metric", "strategy"])
+    for run_dir, side in ((a, "a"), (b, "b")):
+        head = stats.headline(stats.load_sessions(run_dir)).set_index(["strategy", "metric"])
+        for (metric, strategy), row in forward.iterrows():
+            h = head.loc[(strategy, metric)]
+            got = [row[side], row[f"{side}_low"], row[f"{side}_high"]]
+            np.testing.assert_array_equal(got, [h["value"], h["ci_low"], h["ci_high"]])
+            assert row[f"{side}_interval"] == h["interval"]
+    for key, row in forward.iterrows():
+        back = reverse.loc[key]
+        assert back["diff"] == -row["diff"] and back["interval"] == row["interval"]
+        if row["interval"] == "bootstrap":
+            assert back["ci_low"] == pytest.approx(-row["ci_high"], rel=1e-12, abs=1e-15)
+            assert back["ci_high"] == pytest.approx(-row["ci_low"], rel=1e-12, abs=1e-15)

@@ -17,7 +17,10 @@ from reports.stats import (
     SESSION_KEY,
     block_statistic,
     bootstrap,
+    content_digest,
+    events_and_trials,
     headline,
+    interval_kind,
     loop_rules,
     metric_arrays,
     outcome_shares,
@@ -25,14 +28,13 @@ from reports.stats import (
     paired_differences,
     percentile_interval,
     quantile_rows,
-    rate_interval,
     resample_rows,
     rng_for,
     statistic,
     wilson_interval,
     with_success,
 )
-from reports.tables import interval_cell
+from reports.tables import headline_cell, interval_cell
 
 MEAN = METRICS["latency_mean"]
 
@@ -217,10 +219,11 @@ def test_wilson_interval_of_nothing_is_nan() -> None:
 def test_headline_uses_wilson_at_zero_or_all_events_and_the_bootstrap_otherwise() -> None:
     frame = sessions_frame(np.random.default_rng(6), {"unbounded": 0.0, "hybrid": 0.0}, n=40)
     frame.loc[frame["strategy"] == "hybrid", "outcome"] = "success"
-    frame.loc[frame.index[:5], ["loop_detected", "loop_rule"]] = [True, "repeat"]  # unbounded loops 5 of 40
+    frame.loc[frame.index[:15], ["loop_detected", "loop_rule"]] = [True, "repeat"]  # unbounded loops 15 of 40
     table = headline(frame, resamples=400).set_index(["strategy", "metric"])
     zero = table.loc[("hybrid", "loop_rate")]
     assert (zero["value"], zero["ci_low"], zero["interval"]) == (0.0, 0.0, "wilson")
+    assert (zero["events"], zero["trials"]) == (0, 40)
     assert zero["ci_high"] == pytest.approx(wilson_interval(0, 40)[1])
     every = table.loc[("hybrid", "success_rate")]
     assert (every["value"], every["ci_high"], every["interval"]) == (1.0, 1.0, "wilson")
@@ -236,6 +239,21 @@ def test_headline_uses_wilson_at_zero_or_all_events_and_the_bootstrap_otherwise(
     row = headline(clean, resamples=100).set_index(["strategy", "metric"]).loc[("hybrid", "tool_syntax_error_rate")]
     assert row["interval"] == "wilson"
     assert row["ci_high"] == pytest.approx(wilson_interval(0, 2000)[1])
+
+
+@pytest.mark.parametrize(("loops", "kind"), [(0, "wilson"), (1, "wilson"), (9, "wilson"), (10, "bootstrap"),
+                                             (30, "bootstrap"), (31, "wilson"), (40, "wilson")])
+def test_a_share_of_sessions_with_fewer_than_10_events_or_non_events_is_wilsons(loops: int, kind: str) -> None:
+    """The success-failure condition: the percentile bootstrap of a proportion of few events covers
+    too rarely (1 loop in 40 gives a lower bound of 0, a rate never seen); Wilson's holds."""
+    frame = sessions_frame(np.random.default_rng(6), {"unbounded": 0.0}, n=40).assign(loop_detected=False)
+    frame.loc[frame.index[:loops], "loop_detected"] = True
+    row = headline(frame, resamples=200, metrics=["loop_rate"]).iloc[0]
+    assert row["interval"] == kind
+    if kind == "wilson":
+        assert (row["ci_low"], row["ci_high"]) == wilson_interval(loops, 40)
+    if loops == 1:
+        assert row["ci_low"] > 0
 
 
 def test_metrics_added_for_the_decision_keep_the_old_names() -> None:
@@ -255,15 +273,21 @@ def test_metrics_added_for_the_decision_keep_the_old_names() -> None:
 def _reference_headline(sessions: pd.DataFrame, resamples: int, seed: int) -> pd.DataFrame:
     rows = []
     for strategy, group in with_success(sessions).groupby("strategy", sort=True):
+        group = group.sort_values(SESSION_KEY)
         for metric in METRICS.values():
             values, den = metric_arrays(group, metric)
             n, stat = len(values), statistic(metric)
-            idx = rng_for(seed, "headline", metric.name, str(strategy)).integers(0, n, size=(resamples, n))
-            lo, hi = percentile_interval(stat(values, den, idx), CONFIDENCE)
-            wilson = rate_interval(metric, values, den, CONFIDENCE)
-            lo, hi = wilson if wilson is not None else (lo, hi)
+            kind = interval_kind(metric, values, den)
+            rng = rng_for(seed, "headline", metric.name, content_digest(values, den))
+            idx = rng.integers(0, n, size=(resamples, n))
+            lo, hi = percentile_interval(stat(values, den, idx), CONFIDENCE) if kind == "bootstrap" else (np.nan,) * 2
+            if kind == "wilson":
+                lo, hi = wilson_interval(*events_and_trials(metric, values, den))
+            events, trials = events_and_trials(metric, values, den) if metric.events else (np.nan, np.nan)
             rows.append({"strategy": strategy, "metric": metric.name, "value": float(stat(values, den, np.arange(n))),
-                         "ci_low": lo, "ci_high": hi, "n": n, "interval": "bootstrap" if wilson is None else "wilson"})
+                         "ci_low": lo, "ci_high": hi, "n": n, "interval": kind,
+                         "support": float(den.sum()) if metric.kind == "per" else np.nan,
+                         "events": events, "trials": trials})
     return pd.DataFrame(rows)
 
 
@@ -283,12 +307,14 @@ def _reference_paired(sessions: pd.DataFrame, baseline: str, resamples: int, see
             full = np.arange(n)
             diff = float(stat(va, da, full) - stat(vb, db, full))
             base_value = float(stat(vb, db, full))
-            idx = rng_for(seed, "paired", metric.name, str(strategy)).integers(0, n, size=(resamples, n))
+            digests = sorted((content_digest(va, da), content_digest(vb, db)))
+            idx = rng_for(seed, "paired", metric.name, *digests).integers(0, n, size=(resamples, n))
             lo, hi = percentile_interval(stat(va, da, idx) - stat(vb, db, idx), CONFIDENCE)
             rows.append({"strategy": strategy, "baseline": baseline, "metric": metric.name, "n": n, "diff": diff,
                          "ci_low": lo, "ci_high": hi,
                          "relative": diff / base_value if base_value and np.isfinite(base_value) else np.nan,
-                         "excludes_zero": bool(lo > 0 or hi < 0)})
+                         "excludes_zero": bool(lo > 0 or hi < 0), "interval": "bootstrap",
+                         "support": min(da.sum(), db.sum()) if metric.kind == "per" else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -392,3 +418,98 @@ def test_paired_differences_answer_each_pair_as_paired_against_its_baseline_woul
         alone = paired(frame, row["baseline"], resamples=250, seed=2, metrics=[row["metric"]])
         expected = alone[alone["strategy"] == row["strategy"]].iloc[0]
         pd.testing.assert_series_equal(row, expected, check_names=False, check_exact=True)
+
+
+# Streams seeded from what they resample ------------------------------------------------------------------
+
+
+def _twins() -> pd.DataFrame:
+    """unbounded and hybrid, and ``copy``: hybrid's sessions row for row under another name."""
+    frame = sessions_frame(np.random.default_rng(13), {"unbounded": 0.0, "hybrid": 3.0}, n=70)
+    return pd.concat([frame, frame[frame["strategy"] == "hybrid"].assign(strategy="copy")], ignore_index=True)
+
+
+def test_strategies_with_identical_sessions_get_identical_intervals() -> None:
+    """Seeded from the resampled arrays, not the strategy's name: the same sessions, the same bits,
+    whatever the name, the row order or the other strategies of the frame."""
+    frame = _twins()
+    table = headline(frame, resamples=300).set_index(["strategy", "metric"])
+    twin, copy = table.loc["hybrid"], table.loc["copy"]
+    pd.testing.assert_frame_equal(twin, copy, check_exact=True)
+    assert not twin["ci_low"].equals(table.loc["unbounded"]["ci_low"])
+    shuffled = frame.sample(frac=1.0, random_state=5).assign(
+        strategy=lambda f: f["strategy"].replace({"copy": "zz_renamed"}))
+    again = headline(shuffled[shuffled["strategy"] != "unbounded"], resamples=300).set_index(["strategy", "metric"])
+    pd.testing.assert_frame_equal(again.loc["zz_renamed"], copy, check_exact=True)
+    pd.testing.assert_frame_equal(again.loc["hybrid"], twin, check_exact=True)
+
+
+def test_paired_differences_of_identical_sessions_are_identical_and_a_self_pair_is_zero() -> None:
+    frame = _twins()
+    pairs = paired_differences(frame, [("hybrid", "unbounded", m) for m in METRICS]
+                               + [("copy", "unbounded", m) for m in METRICS]
+                               + [("copy", "hybrid", "latency_mean")], resamples=300)
+    twin = pairs[(pairs["strategy"] == "hybrid")].drop(columns="strategy").reset_index(drop=True)
+    copy = pairs[(pairs["strategy"] == "copy") & (pairs["baseline"] == "unbounded")].drop(columns="strategy")
+    pd.testing.assert_frame_equal(twin, copy.reset_index(drop=True), check_exact=True)
+    self_pair = pairs[pairs["baseline"] == "hybrid"].iloc[0]
+    assert (self_pair["diff"], self_pair["ci_low"], self_pair["ci_high"]) == (0.0, 0.0, 0.0)
+
+
+def test_a_pair_reversed_draws_the_same_resamples() -> None:
+    """Both sides' digests seed the stream in sorted order: B against A is A against B negated, so the
+    decision's pairs (against the best) and the paired table's (against the baseline) agree."""
+    frame = _twins()
+    forward = paired_differences(frame, [("hybrid", "unbounded", "latency_p95")], resamples=400).iloc[0]
+    reverse = paired_differences(frame, [("unbounded", "hybrid", "latency_p95")], resamples=400).iloc[0]
+    assert reverse["diff"] == -forward["diff"]
+    assert reverse["ci_low"] == pytest.approx(-forward["ci_high"], rel=1e-12)
+    assert reverse["ci_high"] == pytest.approx(-forward["ci_low"], rel=1e-12)
+
+
+def test_content_digest_reads_values_lengths_and_order() -> None:
+    a = np.array([1.0, 2.0, 3.0])
+    assert content_digest(a, a) == content_digest(a.copy(), a.astype(np.float32).astype(float))
+    assert content_digest(a, a) != content_digest(a[::-1], a[::-1])
+    assert content_digest(a, a) != content_digest(a, a[:2])
+    assert content_digest(np.array([0.0]), np.array([0.0])) == content_digest(np.array([-0.0]), np.array([0.0]))
+
+
+# Too few successes for a cost per solved session ------------------------------------------------------------
+
+
+def _solving(successes: int, n: int = 100) -> pd.DataFrame:
+    frame = sessions_frame(np.random.default_rng(17), {"drop_all": 0.0, "unbounded": 0.0}, n=n).assign(outcome="stuck")
+    frame.loc[frame.index[(frame["strategy"] == "drop_all")][:successes], "outcome"] = "success"
+    frame.loc[frame["strategy"] == "unbounded", "outcome"] = "success"
+    return frame
+
+
+@pytest.mark.parametrize(("successes", "kind"), [(0, "undefined"), (1, "too_few"), (9, "too_few"),
+                                                 (10, "bootstrap"), (40, "bootstrap")])
+def test_a_cost_per_solved_session_of_fewer_than_10_successes_has_no_interval(successes: int, kind: str) -> None:
+    frame = _solving(successes)
+    table = headline(frame, resamples=300).set_index(["strategy", "metric"])
+    row = table.loc[("drop_all", "cost_per_solved_session")]
+    assert row["interval"] == kind
+    assert row["support"] == successes and row["n"] == 100
+    group = frame[frame["strategy"] == "drop_all"]
+    if successes:
+        assert row["value"] == pytest.approx(group["cost_usd"].sum() / successes)
+    assert np.isnan(row["ci_low"]) == np.isnan(row["ci_high"]) == (kind != "bootstrap")
+    # The rule is the denominator's, never the other metrics': the success rate keeps its interval.
+    assert table.loc[("drop_all", "success_rate"), "interval"] in ("wilson", "bootstrap")
+    pair = paired(frame, "unbounded", resamples=300, metrics=["cost_per_solved_session"]).iloc[0]
+    assert pair["interval"] == kind and pair["support"] == successes
+    assert np.isnan(pair["ci_low"]) == (kind != "bootstrap") and (not pair["excludes_zero"] or kind == "bootstrap")
+
+
+def test_one_success_in_100_prints_too_few_successes() -> None:
+    """The reported case: $1.6879 [$0.4875, $1.9976] from 1 success in 100 sessions, the bootstrap having
+    dropped the resamples without a success. Now the value, and that there are too few."""
+    frame = _solving(1)
+    row = headline(frame, resamples=300).set_index(["strategy", "metric"]).loc[("drop_all", "cost_per_solved_session")]
+    cell = headline_cell(METRICS["cost_per_solved_session"], row)
+    assert cell.text == f"${row['value']:,.4f}"
+    assert cell.sub == "too few successes (1 in 100 sessions)"
+    assert "[" not in cell.sub

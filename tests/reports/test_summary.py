@@ -32,8 +32,10 @@ def test_the_printed_columns_and_json_keys_are_the_metric_names(small_run: Path)
     sessions = pd.read_parquet(small_run / "sessions.parquet")
     header = summary_text(sessions).splitlines()[0].split()
     assert header == ["sessions", *SUMMARY_METRICS]
+    per = [n for n in SUMMARY_METRICS if METRICS[n].kind == "per"]
     for record in summary_records(sessions):
-        assert set(record) == {"strategy", "sessions", *SUMMARY_METRICS, *(f"{n}_ci" for n in SUMMARY_METRICS)}
+        assert set(record) == {"strategy", "sessions", *SUMMARY_METRICS, *(f"{n}_ci" for n in SUMMARY_METRICS),
+                               *(f"{n}_interval" for n in SUMMARY_METRICS), *(f"{n}_support" for n in per)}
 
 
 def test_every_summary_name_is_accepted_by_compare(small_run: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -131,7 +131,7 @@ def test_variant_name_drops_only_the_models_own_suffix() -> None:
 def test_sweep_points_has_one_row_per_param_value_model_and_metric(sessions: pd.DataFrame) -> None:
     points = sweep_points(sessions, resamples=RESAMPLES)
     assert list(points.columns) == ["sweep_param", "sweep_value", "model", "variant", "strategy", "metric", "value",
-                                    "ci_low", "ci_high", "n"]
+                                    "ci_low", "ci_high", "n", "interval", "support"]
     swept = points[points["sweep_param"] != ""]
     assert set(swept["sweep_param"]) == {PARAM}
     assert sorted(set(swept["sweep_value"])) == [10.0, 40.0]
@@ -157,7 +157,10 @@ def test_sweep_points_are_the_headline_values_and_intervals(sessions: pd.DataFra
     assert len(joined) == len(points)
     for column in ("value", "ci_low", "ci_high"):
         np.testing.assert_array_equal(joined[column].to_numpy(), joined[f"{column}_headline"].to_numpy())
-    finite = points.dropna(subset=["value"])
+    np.testing.assert_array_equal(joined["interval"].to_numpy(), joined["interval_headline"].to_numpy())
+    # Bounds exist only for the intervals that have them (not for a cost over too few successes).
+    finite = points[points["interval"].isin(["bootstrap", "wilson"])].dropna(subset=["value"])
+    assert not finite.empty
     assert (finite["ci_low"] <= finite["value"] + 1e-12).all()
     assert (finite["value"] <= finite["ci_high"] + 1e-12).all()
     # A precomputed headline is used as given.
