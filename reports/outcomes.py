@@ -19,7 +19,7 @@ __all__ = ["LOOP_RULES", "MEANINGS", "OutcomeHits", "explain_outcomes"]
 #: One sentence per failing outcome: what ended the session.
 MEANINGS: dict[str, str] = {
     "overflow": "the context exceeded the model's window and the strategy could not reduce it any further",
-    "budget_exceeded": "the breaker's token_budget stopped the session: its input plus output tokens passed the "
+    "budget_exceeded": "the runtime's token_budget stopped the session: its input plus output tokens passed the "
                        "budget",
     "stuck": "a loop rule of the stuck detector fired: the agent kept repeating itself",
     "throttled": "the provider kept refusing model calls (rate limits) through every retry and back-off",
@@ -86,7 +86,7 @@ def _budget_detail(hit: list[str], budgets: Mapping[str, int]) -> str:
 def explain_outcomes(sessions: pd.DataFrame, token_budgets: Mapping[str, int] | None = None) -> list[OutcomeHits]:
     """Every outcome other than success that at least one session ended in, in the order of
     :data:`MEANINGS` (unknown outcomes last, by name), each with the strategies it hits most.
-    ``token_budgets`` is the breaker's budget of each strategy that ran with the breaker on."""
+    ``token_budgets`` is the token budget of each strategy that ran with one."""
     if sessions.empty:
         return []
     counts = pd.crosstab(sessions["strategy"].astype(str), sessions["outcome"].astype(str))

@@ -26,22 +26,25 @@ import pandas as pd
 from harness.core.rundir import ACCOUNTING_MODE, PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
 from reports import stats
 from reports.decision import (
+    RECOMMENDATION_GOAL,
     CostContrast,
     GoalResult,
+    Recommendation,
     best_corner,
     cost_contrasts,
     decide,
     decision_order,
     goal_pairs,
     pareto_front,
+    recommend,
+    recommendation_pairs,
 )
+from reports.identical import MERGED_SEPARATOR, IdenticalGroup, identical_groups, merge_identical
 from reports.inputs import (
     CALL_COLUMNS,
     FORMATS,
     OPTIONAL_CALL_COLUMNS,
-    OPTIONAL_STATS_COLUMNS,
     REPORT_COLUMNS,
-    SWEEP_COLUMNS,
     OpenRun,
     ReportInputError,
     check_formats,
@@ -49,12 +52,32 @@ from reports.inputs import (
     open_run_dir,
 )
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
-from reports.memory import MEMORY_REPORT_COLUMNS, memory_html, memory_markdown
+from reports.memory import memory_html, memory_markdown
 from reports.outcomes import OutcomeHits, explain_outcomes
 from reports.outputs import Png, check_targets, write_files
+from reports.runtimes import RuntimeGroup, RuntimePair, differing_settings, runtime_groups, runtime_pairs
 from reports.stats import METRICS, Metric, metrics_of
-from reports.tables import WILSON_MARK, Cell, Table, format_diff, format_interval, format_value, interval_cell, is_share
-from reports.tool_names import TOOL_NAME_COLUMNS, tool_names_html, tool_names_markdown
+from reports.tables import (
+    Cell,
+    Table,
+    format_diff,
+    format_interval,
+    format_relative,
+    format_value,
+    headline_cell,
+    interval_cell,
+    interval_notes,
+    is_share,
+    relative_phrase,
+    too_few_text,
+)
+from reports.tool_names import tool_names_html, tool_names_markdown
+from reports.validation_status import (
+    ValidationStatus,
+    status_for_manifest,
+    validation_status_html,
+    validation_status_markdown,
+)
 
 # The CLI imports the input checks from here (they live in reports.inputs).
 __all__ = [
@@ -182,12 +205,37 @@ class ReportData:
     failures: list[OutcomeHits] = field(default_factory=list)
     #: Strategies whose tokens and cost move in opposite directions against the baseline's.
     contrasts: list[CostContrast] = field(default_factory=list)
+    #: Strategies whose sessions were identical, each group shown as one row (:mod:`reports.identical`).
+    identical: list[IdenticalGroup] = field(default_factory=list)
+    #: The decision within each runtime the strategies ran under (one block when they all shared one).
+    blocks: list[DecisionBlock] = field(default_factory=list)
+    #: Each strategy under each named runtime against itself under the run's first runtime.
+    runtime_pairs: list[RuntimePair] = field(default_factory=list)
+    #: The paired differences of :attr:`runtime_pairs` (rows as :func:`reports.stats.paired_differences`).
+    runtime_effects: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _strategy_order(sessions: pd.DataFrame, manifest: Manifest) -> list[str]:
-    """The strategies in config order (from the manifest), then any others by name."""
+#: The metrics the runtime effect within each strategy is shown for.
+RUNTIME_EFFECT_METRICS = ("success_rate", "cost_per_solved_session", "loop_rate", "input_tokens")
+
+
+@dataclass(frozen=True)
+class DecisionBlock:
+    """The decision among the strategies that ran under one runtime: its goals, front and sentence."""
+
+    runtime: RuntimeGroup
+    decisions: list[GoalResult]
+    front: list[str]
+    recommendation: Recommendation
+
+
+def _strategy_order(sessions: pd.DataFrame, manifest: Manifest,
+                    identical: Sequence[IdenticalGroup] = ()) -> list[str]:
+    """The strategies in config order (from the manifest; a merged row where its first member was), then
+    any others by name."""
     present = set(sessions["strategy"]) if not sessions.empty else set()
-    ordered = [s for s in manifest.strategy_order() if s in present]
+    configured = [_merged_name(s, identical) or s for s in manifest.strategy_order()]
+    ordered = [s for s in dict.fromkeys(configured) if s in present]
     return ordered + sorted(present - set(ordered))
 
 
@@ -201,6 +249,12 @@ def choose_baseline(strategies: Sequence[str], wanted: str | None) -> tuple[str,
         return wanted, ""
     if not strategies or DEFAULT_BASELINE in strategies:
         return DEFAULT_BASELINE, ""
+    # The unbounded row under another name: under the run's first runtime (``unbounded+plain``), or a row
+    # it was merged into (``condense = unbounded``).
+    standing_in = [s for s in strategies
+                   if any(part.partition("+")[0] == DEFAULT_BASELINE for part in s.split(MERGED_SEPARATOR))]
+    if standing_in:
+        return standing_in[0], ""
     chosen = strategies[0]
     return chosen, (f"This run has no {DEFAULT_BASELINE!r} strategy and no baseline was chosen: the paired "
                     f"differences are against {chosen!r}, the first strategy of the run (choose another with "
@@ -208,11 +262,13 @@ def choose_baseline(strategies: Sequence[str], wanted: str | None) -> tuple[str,
 
 
 def _token_budgets(manifest: Manifest) -> dict[str, int]:
-    """The breaker's token budget of each configured strategy that runs with the breaker on."""
+    """The token budget of each configured strategy that ran with one (a run made before budgets were
+    separate from the breaker had one only with the breaker on)."""
     budgets = {}
     for entry in manifest.strategies:
         budget = entry.get("token_budget")
-        if entry.get("breaker") and isinstance(budget, int | float):
+        separate = "runtime" in entry
+        if (separate or entry.get("breaker")) and isinstance(budget, int | float) and budget > 0:
             budgets[str(entry.get("label") or entry.get("name"))] = int(budget)
     return budgets
 
@@ -228,25 +284,34 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     run = run_dir if isinstance(run_dir, OpenRun) else open_run_dir(run_dir)
     path, manifest, run_id = run.path, run.manifest, run.run_id
     config_text = run.config_text()
-    sessions = run.sessions(REPORT_COLUMNS, optional=(*SWEEP_COLUMNS, *OPTIONAL_STATS_COLUMNS, *TOOL_NAME_COLUMNS,
-                                                      *MEMORY_REPORT_COLUMNS))
-    strategies = _strategy_order(sessions, manifest)
-    chosen, note = choose_baseline(strategies, baseline)
+    # Every column: strategies are merged only when their rows agree in all of them.
+    sessions = run.sessions(REPORT_COLUMNS)
+    order = _strategy_order(sessions, manifest)
     if sessions.empty:
+        chosen, note = choose_baseline(order, baseline)
         empty = pd.DataFrame()
-        return ReportData(path, run_id, manifest, config_text, sessions, strategies, chosen, note, empty, empty, empty,
+        return ReportData(path, run_id, manifest, config_text, sessions, order, chosen, note, empty, empty, empty,
                           empty, empty, {})
     # Imported here, as reports.plots below: they load matplotlib, which `ctxbench compare` (it imports
     # this module's checks) does not need.
     from reports.sweep import is_sweep, report_plot_variants
 
     sweep = is_sweep(sessions)
+    # A sweep keeps every grid point (its page reads them by name), identical or not.
+    identical = [] if sweep else identical_groups(sessions, order)
+    groups = runtime_groups(sessions, order, manifest)
+    pairs_by_runtime = _merged_pairs(runtime_pairs(manifest, order), identical)
+    sessions = merge_identical(sessions, identical)
+    strategies = _strategy_order(sessions, manifest, identical)
+    groups = [RuntimeGroup(g.name, g.settings, tuple(s for s in strategies if _member(s, g.strategies)))
+              for g in groups]
+    chosen, note = choose_baseline(strategies, _merged_name(baseline, identical))
     plots_note = ""
     pending = None
     if plots_dir is not None:
         from reports.plots import PLOT_NAMES, PLOTS_WITHOUT_STATISTICS, PendingPlots, draw_plots
 
-        calls = run.calls(CALL_COLUMNS, optional=OPTIONAL_CALL_COLUMNS)
+        calls = merge_identical(run.calls(CALL_COLUMNS, optional=OPTIONAL_CALL_COLUMNS), identical)
         plot_sessions, shown = sessions, None
         if sweep:
             shown, plots_note = report_plot_variants(sessions, manifest)
@@ -263,24 +328,81 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     # `ctxbench compare` gates on them, but the paired table keeps to the outcome and cost metrics.
     outcome_metrics = [name for name, m in stats.METRICS.items() if not m.optional]
     asked = stats.paired_against(sessions, chosen, outcome_metrics) if len(strategies) > 1 else []
-    pairs = stats.paired_differences(sessions, asked + goal_pairs(head))
-    pair = pairs.iloc[:len(asked)].reset_index(drop=True) if asked else pd.DataFrame()
+    effects = [(p.label, p.baseline_label, metric) for p in pairs_by_runtime for metric in RUNTIME_EFFECT_METRICS]
+    heads = {g.name: _only(head, {s: s for s in g.strategies}) for g in groups}
+    decided = [(s, b, m) for g in groups for s, b, m in goal_pairs(heads[g.name])]
+    pairs = stats.paired_differences(sessions, asked + effects + decided)
+    pair, effect_rows = _rows_of(pairs, asked), _rows_of(pairs, effects)
     plots: dict[str, Png] = {}
     if pending is not None and plots_dir is not None:
         say("drawing the plots")
         plot_head = head if shown is None else _only(head, shown)
         drawn = pending.wait() | draw_plots(plot_sessions, calls, headline=plot_head, names=["cost_vs_success"])
         plots = {name: Png(plots_dir / f"{name}.png", drawn[name]) for name in PLOT_NAMES}
-    say("the decision: best and tied strategies per goal")
+    say("the decision: best and tied strategies per goal, within each runtime")
+    decisions = {g.name: decide(sessions, heads[g.name], pairs=pairs) for g in groups}
+    extra = [p for g in groups for p in recommendation_pairs(heads[g.name], decisions[g.name])]
+    more = stats.paired_differences(sessions, extra) if extra else pd.DataFrame()
+    blocks = [DecisionBlock(g, decisions[g.name], pareto_front(heads[g.name]),
+                            recommend(decisions[g.name], heads[g.name], more, sessions=_common_sessions(sessions, g)))
+              for g in groups]
+    ranked = [s for block in blocks for s in decision_order(head, list(block.runtime.strategies))]
     return ReportData(
         run_dir=path, run_id=run_id, manifest=manifest, config_text=config_text,
         sessions=sessions, strategies=strategies, baseline=chosen, baseline_note=note, headline=head,
         paired=pair, outcomes=stats.outcome_shares(sessions), families=stats.breakdown(sessions, "family"),
         loops=stats.loop_rules(sessions), plots=plots, sweep=sweep, plots_note=plots_note,
-        ranked=decision_order(head, strategies), decisions=decide(sessions, head, pairs=pairs),
-        front=pareto_front(head),
+        ranked=ranked, decisions=blocks[0].decisions if blocks else [],
+        front=blocks[0].front if len(blocks) == 1 else pareto_front(head),
         failures=explain_outcomes(sessions, _token_budgets(manifest)), contrasts=cost_contrasts(head, chosen),
+        identical=identical, blocks=blocks, runtime_pairs=[p for p in pairs_by_runtime if p.label in strategies],
+        runtime_effects=effect_rows,
     )
+
+
+def _rows_of(pairs: pd.DataFrame, wanted: Sequence[tuple[str, str, str]]) -> pd.DataFrame:
+    """The rows of ``pairs`` (:func:`reports.stats.paired_differences`) for the (strategy, baseline,
+    metric) triples ``wanted``, in that order: a triple asked twice is computed once."""
+    if not wanted:
+        return pd.DataFrame()
+    keys = list(zip(pairs["strategy"], pairs["baseline"], pairs["metric"], strict=True))
+    at = {key: i for i, key in enumerate(keys)}
+    return pairs.iloc[[at[key] for key in wanted]].reset_index(drop=True)
+
+
+def _member(strategy: str, members: Sequence[str]) -> bool:
+    """``strategy`` (a name, or a merged row's name) stands for one of ``members``."""
+    return strategy in members or any(part in members for part in strategy.split(MERGED_SEPARATOR))
+
+
+def _merged_name(name: str | None, identical: Sequence[IdenticalGroup]) -> str | None:
+    """The row ``name`` is shown in: its merged row's name when it was merged, else itself."""
+    for group in identical:
+        if name in group.strategies:
+            return group.name
+    return name
+
+
+def _merged_pairs(pairs: Sequence[RuntimePair], identical: Sequence[IdenticalGroup]) -> list[RuntimePair]:
+    """``pairs`` between the rows the report shows: each label replaced by its merged row's name, a pair
+    whose two rows are one merged row, or that repeats another, left out."""
+    out: list[RuntimePair] = []
+    seen: set[tuple[str, str]] = set()
+    for p in pairs:
+        label = _merged_name(p.label, identical) or p.label
+        base = _merged_name(p.baseline_label, identical) or p.baseline_label
+        if label == base or (label, base) in seen:
+            continue
+        seen.add((label, base))
+        out.append(RuntimePair(p.strategy, p.runtime, label, p.baseline_runtime, base))
+    return out
+
+
+def _common_sessions(sessions: pd.DataFrame, group: RuntimeGroup) -> int:
+    """The sessions every strategy of ``group`` replayed (the pairing's sample size)."""
+    rows = sessions[sessions["strategy"].isin(list(group.strategies))]
+    counts = rows.groupby("strategy").size()
+    return int(counts.min()) if not counts.empty else 0
 
 
 def _only(frame: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
@@ -346,29 +468,28 @@ def _wilson_rows(data: ReportData) -> set[tuple[str, str]]:
 
 def headline_table(data: ReportData) -> Table:
     """A row per strategy (in decision order), a column per headline metric (:func:`headline_metrics`):
-    the value with its 95% interval, marked when the interval is Wilson's."""
+    the value with its 95% interval as its kind says (:func:`reports.tables.headline_cell`): marked when
+    Wilson's, "too few successes (k in n sessions)" instead of one under :data:`reports.stats.MIN_SUPPORT`."""
     metrics = shown_metrics(data)
     header = ["strategy", *(m.label for m in metrics)]
     rows = []
     indexed = data.headline.set_index(["strategy", "metric"]) if not data.headline.empty else None
-    wilson = _wilson_rows(data)
     for strategy in data.ranked or data.strategies:
         row = [Cell(strategy, sub=f"n = {int((data.sessions['strategy'] == strategy).sum())}", css="name")]
         for metric in metrics:
             if indexed is None or (strategy, metric.name) not in indexed.index:
                 row.append(Cell("n/a"))
                 continue
-            r = indexed.loc[(strategy, metric.name)]
-            row.append(interval_cell(metric, r["value"], r["ci_low"], r["ci_high"],
-                                     wilson=(strategy, metric.name) in wilson))
+            row.append(headline_cell(metric, indexed.loc[(strategy, metric.name)]))
         rows.append(row)
     return Table("headline-table", header, rows)
 
 
 def paired_table(data: ReportData) -> Table:
     """A row per strategy but the baseline (in decision order): each metric's paired difference against
-    the baseline, its interval, and the colour of a difference whose interval excludes zero. The outcome
-    and cost metrics only (see `collect`)."""
+    the baseline, its interval (none under :data:`reports.stats.MIN_SUPPORT` successes on a side: "too
+    few successes"), its relative change (:func:`reports.tables.format_relative`), and the colour of a
+    difference whose interval excludes zero. The outcome and cost metrics only (see `collect`)."""
     metrics = [m for m in shown_metrics(data) if not m.optional]
     header = ["strategy", *(m.label for m in metrics)]
     rows: list[list[Cell]] = []
@@ -387,9 +508,12 @@ def paired_table(data: ReportData) -> Table:
                 better = (r["diff"] < 0) == metric.lower_is_better
                 css = "better" if better else "worse"
             rel = r["relative"]
-            note = f"{rel * 100:+.1f}%" if np.isfinite(rel) and not is_share(metric) else ""
-            row.append(Cell(format_diff(metric, r["diff"]), note=note,
-                            sub=format_interval(metric, r["ci_low"], r["ci_high"], diff=True), css=css))
+            note = format_relative(rel) if np.isfinite(rel) and not is_share(metric) else ""
+            kind = str(r.get("interval", stats.BOOTSTRAP))
+            sub = (too_few_text(metric, float(r["support"]), float(r["n"])) if kind == stats.TOO_FEW
+                   else "" if kind == stats.UNDEFINED
+                   else format_interval(metric, r["ci_low"], r["ci_high"], diff=True))
+            row.append(Cell(format_diff(metric, r["diff"]), note=note, sub=sub, css=css))
         rows.append(row)
     return Table("paired-table", header, rows)
 
@@ -404,26 +528,65 @@ def _names(names: Sequence[str], limit: int = 8) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def decision_table(data: ReportData) -> Table:
+def decision_table(data: ReportData, block: DecisionBlock | None = None) -> Table:
     """A row per goal: the best strategy, its value with its 95% interval, and the strategies
-    statistically tied with it (then, on the small line, the ones behind it)."""
+    statistically tied with it (then, on the small line, the ones behind it). A goal whose best is tied
+    with every other strategy names no best. ``block``: the decision within one runtime (default: the
+    run's only one)."""
     wilson = _wilson_rows(data)
+    decisions = block.decisions if block is not None else data.decisions
     rows = []
-    for result in data.decisions:
+    for result in decisions:
         metric = METRICS[result.goal.metric]
         goal = Cell(result.goal.title, sub=metric.label, css="name")
         if result.best is None:
             rows.append([goal, Cell("none"), Cell(metric.undefined), Cell("")])
             continue
+        undefined = " ".join(n for n in (
+            f"({metric.undefined}: {_names(result.undefined)})" if result.undefined else "",
+            f"(too few successes to compare: {_names(result.too_few)})" if result.too_few else "") if n)
+        if result.all_tied:
+            rows.append([goal, Cell("none: all tied", sub=f"(best point estimate: {result.best})"),
+                         interval_cell(metric, result.value, result.ci_low, result.ci_high,
+                                       wilson=(result.best, metric.name) in wilson, interval=result.interval),
+                         Cell(f"every strategy ({len(result.others) + 1}): no difference is detectable at this "
+                              "sample size", sub=undefined)])
+            continue
         tied = _names(result.tied) if result.tied else "none: every other strategy is behind"
-        notes = [f"(behind: {_names(result.behind)})" if result.tied and result.behind else "",
-                 f"({metric.undefined}: {_names(result.undefined)})" if result.undefined else ""]
+        notes = [f"(behind: {_names(result.behind)})" if result.tied and result.behind else "", undefined]
         rows.append([goal, Cell(result.best),
                      interval_cell(metric, result.value, result.ci_low, result.ci_high,
-                                   wilson=(result.best, metric.name) in wilson),
+                                   wilson=(result.best, metric.name) in wilson, interval=result.interval),
                      Cell(tied, sub=" ".join(n for n in notes if n))])
-    return Table("decision-table", ["goal", "best", "its value (95% CI)", "statistically tied with the best"], rows,
-                 numeric=False)
+    place = data.blocks.index(block) if block is not None and block in data.blocks else 0
+    return Table("decision-table" if place == 0 else f"decision-table-{place + 1}",
+                 ["goal", "best", "its value (95% CI)", "statistically tied with the best"], rows, numeric=False)
+
+
+def runtime_effect_table(data: ReportData) -> Table:
+    """A row per strategy and runtime: what running under that runtime instead of the run's first changes
+    for that strategy (paired over the same sessions, 95% interval)."""
+    effects = data.runtime_effects
+    rows = []
+    if effects.empty:
+        return Table("runtime-effect-table", [], [])
+    table = effects.set_index(["strategy", "baseline", "metric"])
+    for pair in data.runtime_pairs:
+        cells = [Cell(pair.strategy, css="name"), Cell(f"{pair.runtime} vs {pair.baseline_runtime}")]
+        for name in RUNTIME_EFFECT_METRICS:
+            metric = METRICS[name]
+            key = (pair.label, pair.baseline_label, name)
+            if key not in table.index:
+                cells.append(Cell("n/a"))
+                continue
+            row = table.loc[key]
+            comparable = str(row.get("interval", "")) not in (stats.TOO_FEW, stats.UNDEFINED)
+            sub = (format_interval(metric, float(row["ci_low"]), float(row["ci_high"]), diff=True) if comparable
+                   else "too few events to compare")
+            cells.append(Cell(format_diff(metric, float(row["diff"])), sub=sub))
+        rows.append(cells)
+    return Table("runtime-effect-table", ["strategy", "runtime", *(METRICS[n].label for n in RUNTIME_EFFECT_METRICS)],
+                 rows)
 
 
 def _value(data: ReportData, strategy: str, metric: str) -> float:
@@ -431,14 +594,16 @@ def _value(data: ReportData, strategy: str, metric: str) -> float:
     return float(rows["value"].iloc[0]) if not rows.empty else float("nan")
 
 
-def _front_text(data: ReportData) -> str:
-    """The Pareto front in one paragraph, or why there is none."""
-    if not data.front:
+def _front_text(data: ReportData, block: DecisionBlock | None = None) -> str:
+    """The Pareto front in one paragraph, or why there is none (``block``: within one runtime)."""
+    front = block.front if block is not None else data.front
+    members = block.runtime.strategies if block is not None else data.strategies
+    if not front:
         return "No strategy solved a session: there is no success-vs-cost front."
     cost, success = METRICS["cost_per_solved_session"], METRICS["success_rate"]
     points = "; ".join(f"{s} ({format_value(success, _value(data, s, success.name))} success, "
-                       f"{format_value(cost, _value(data, s, cost.name))} per solved session)" for s in data.front)
-    rest = len(data.strategies) - len(data.front)
+                       f"{format_value(cost, _value(data, s, cost.name))} per solved session)" for s in front)
+    rest = len(members) - len(front)
     beaten = (f" Each of the other {rest} strategies is beaten on both by a strategy of the front (or solved "
               "nothing)." if rest else "")
     return (f"Success-vs-cost Pareto front, cheapest first: {points}. No other strategy is at least as successful "
@@ -447,20 +612,45 @@ def _front_text(data: ReportData) -> str:
 
 
 def _contrast_text(c: CostContrast) -> str:
-    more_or_fewer = "fewer" if c.tokens_change < 0 else "more"
-    dearer = "more" if c.cost_change > 0 else "less"
-    return (f"{c.strategy} sends {abs(c.tokens_change) * 100:.0f}% {more_or_fewer} input tokens per session than "
-            f"{c.baseline} yet costs {abs(c.cost_change) * 100:.0f}% {dearer}: {_pct(c.baseline_cache_share)} of "
-            f"{c.baseline}'s input tokens are prompt-cache hits, against {_pct(c.cache_share)} of {c.strategy}'s.")
+    return (f"{c.strategy} sends {relative_phrase(c.tokens_change, 'more', 'fewer')} input tokens per session than "
+            f"{c.baseline} yet costs {relative_phrase(c.cost_change, 'more', 'less')}: "
+            f"{_pct(c.baseline_cache_share)} of {c.baseline}'s input tokens are prompt-cache hits, against "
+            f"{_pct(c.cache_share)} of {c.strategy}'s.")
 
 
-def _decision_paragraphs(data: ReportData) -> list[str]:
-    """The Decision section's text after its table: the front and the main cost driver."""
-    paragraphs = [_front_text(data)]
-    if data.contrasts:
-        paragraphs.append(f"Why cost is not token count: {_contrast_text(data.contrasts[0])} Cache hits are billed at "
-                          "a fraction of the input price (see What drives the cost).")
-    return paragraphs
+def _contrast_paragraph(data: ReportData) -> str:
+    """Why cost is not token count, from the largest cost contrast against the baseline ("" when none)."""
+    if not data.contrasts:
+        return ""
+    return (f"Why cost is not token count: {_contrast_text(data.contrasts[0])} Cache hits are billed at a fraction "
+            "of the input price (see What drives the cost).")
+
+
+def _runtime_warning(data: ReportData) -> str:
+    """The first thing the Decision section says when the strategies did not share one runtime."""
+    if len(data.blocks) < 2:
+        return ""
+    settings = differing_settings([b.runtime for b in data.blocks])
+    named = "; ".join(f"{b.runtime.name}: {_names(list(b.runtime.strategies), 4)}" for b in data.blocks)
+    return (f"Not like for like: these strategies ran under {len(data.blocks)} different runtimes, which differ in "
+            f"{_and(settings)} ({named}). A ranking across runtimes would mix each strategy's effect with its "
+            "runtime's, so the decision below is given within each runtime; compare strategies only within one.")
+
+
+def _and(words: Sequence[str]) -> str:
+    words = list(words)
+    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _identical_notes(data: ReportData) -> list[str]:
+    return [group.note() for group in data.identical]
+
+
+def _block_heading(block: DecisionBlock) -> str:
+    runtime = block.runtime
+    described = runtime.description
+    settings = f" ({described})" if described and described != runtime.name else ""
+    return f"Under the {runtime.name} runtime{settings}: {len(runtime.strategies)} strategies"
 
 
 def cost_table(data: ReportData) -> Table:
@@ -551,11 +741,12 @@ def _session_count(data: ReportData) -> int:
 # The sections, in both formats --------------------------------------------------------------------------
 # Each function returns a section's body: what follows its heading and its "how to read this" note.
 
-#: Under the headline table when some interval in it is Wilson's.
-WILSON_NOTE = (f"{WILSON_MARK} A rate of none or all of its events (0 of 40 sessions looped) has nothing to resample: "
-               "its bootstrap interval is the point itself, [0.00%, 0.00%]. Such a rate carries the 95% Wilson score "
-               "interval instead; at 0 of n its upper bound is about 3.8 / n (the rule of three says 3 / n). Every "
-               "other interval is the bootstrap's.")
+def headline_notes(data: ReportData) -> list[tuple[str, str]]:
+    """The footnotes under the headline table, as (HTML id, text): on Wilson intervals when a cell has
+    one, on values without an interval when a cell has one, each told with the first such cell of the
+    table (:func:`reports.tables.interval_notes`), so its numbers are this run's."""
+    notes = interval_notes(data.headline, data.ranked or data.strategies, [m.name for m in shown_metrics(data)])
+    return [(f"{kind.replace('_', '-')}-note", text) for kind, text in notes]
 
 
 def _figure_html(plot: Plot, png: Png) -> str:
@@ -581,15 +772,40 @@ def _decision_plot(data: ReportData) -> tuple[Plot, Png] | None:
 def _decision_lead(data: ReportData) -> str:
     sessions = _session_count(data)
     return (f"{len(data.strategies)} strategies, each replaying the same {sessions} sessions (same scenario and "
-            "session index), so every comparison here is paired.")
+            f"session index), so every comparison here is paired. The goal decided: {RECOMMENDATION_GOAL}.")
+
+
+def _validation(data: ReportData) -> ValidationStatus | None:
+    return status_for_manifest(data.manifest)
 
 
 def _decision_html(data: ReportData) -> list[str]:
     if data.sessions.empty:
         return ["<p>No sessions: nothing to decide.</p>"]
-    parts = [f"<p>{escape(_decision_lead(data))}</p>", html_table(decision_table(data))]
-    parts += [f'<p id="{"pareto-front" if i == 0 else "cost-driver"}">{escape(text)}</p>'
-              for i, text in enumerate(_decision_paragraphs(data))]
+    parts = []
+    warning = _runtime_warning(data)
+    if warning:
+        parts.append(f'<p class="note" id="runtime-warning"><strong>{escape(warning)}</strong></p>')
+    parts.append(f"<p>{escape(_decision_lead(data))}</p>")
+    several = len(data.blocks) > 1
+    for i, block in enumerate(data.blocks):
+        if several:
+            parts.append(f'<h3 id="runtime-{i + 1}">{escape(_block_heading(block))}</h3>')
+        parts += [f'<p class="recommendation"><strong>{escape(block.recommendation.sentence)}</strong></p>',
+                  html_table(decision_table(data, block)),
+                  f'<p id="{"pareto-front" if i == 0 else f"pareto-front-{i + 1}"}">{escape(_front_text(data, block))}'
+                  "</p>"]
+    if data.runtime_pairs:
+        parts += ["<h3>What the runtime changes, within each strategy</h3>",
+                  f"<p>{escape(_RUNTIME_EFFECT_HOW)}</p>", html_table(runtime_effect_table(data))]
+    parts += [f'<p class="note" id="identical-{i + 1}">{escape(note)}</p>'
+              for i, note in enumerate(_identical_notes(data))]
+    contrast = _contrast_paragraph(data)
+    if contrast:
+        parts.append(f'<p id="cost-driver">{escape(contrast)}</p>')
+    status = _validation(data)
+    if status is not None:
+        parts.append(validation_status_html(status, data.run_dir))
     plot = _decision_plot(data)
     if plot is not None:
         parts.append(_figure_html(*plot))
@@ -599,26 +815,50 @@ def _decision_html(data: ReportData) -> list[str]:
 def _decision_markdown(data: ReportData) -> list[str]:
     if data.sessions.empty:
         return ["No sessions: nothing to decide.", ""]
-    out = [_decision_lead(data), "", md_table(decision_table(data)), ""]
-    for text in _decision_paragraphs(data):
-        out += [_md_line(text), ""]
+    out = []
+    warning = _runtime_warning(data)
+    if warning:
+        out += [f"**{_md_line(warning)}**", ""]
+    out += [_decision_lead(data), ""]
+    several = len(data.blocks) > 1
+    for block in data.blocks:
+        if several:
+            out += [f"### {_block_heading(block)}", ""]
+        out += [f"**{_md_line(block.recommendation.sentence)}**", "", md_table(decision_table(data, block)), "",
+                _md_line(_front_text(data, block)), ""]
+    if data.runtime_pairs:
+        out += ["### What the runtime changes, within each strategy", "", _RUNTIME_EFFECT_HOW, "",
+                md_table(runtime_effect_table(data)), ""]
+    for note in _identical_notes(data):
+        out += [f"> {_md_line(note)}", ""]
+    contrast = _contrast_paragraph(data)
+    if contrast:
+        out += [_md_line(contrast), ""]
+    status = _validation(data)
+    if status is not None:
+        out += [validation_status_markdown(status), ""]
     plot = _decision_plot(data)
     if plot is not None:
         out += _figure_markdown(data, *plot)
     return out
 
 
+#: How to read the runtime-effect table.
+_RUNTIME_EFFECT_HOW = ("Each strategy under a runtime minus the same strategy under the run's first runtime, over the "
+                       "very same sessions (95% paired bootstrap interval): the runtime's effect with the strategy "
+                       "held fixed.")
+
+
 def _headline_html(data: ReportData) -> list[str]:
     parts = [html_table(headline_table(data))]
-    if _wilson_rows(data):
-        parts.append(f'<p class="footnote" id="wilson-note">{escape(WILSON_NOTE)}</p>')
+    parts += [f'<p class="footnote" id="{key}">{escape(text)}</p>' for key, text in headline_notes(data)]
     return parts
 
 
 def _headline_markdown(data: ReportData) -> list[str]:
     out = [md_table(headline_table(data)), ""]
-    if _wilson_rows(data):
-        out += [WILSON_NOTE, ""]
+    for _key, text in headline_notes(data):
+        out += [text, ""]
     return out
 
 
@@ -750,7 +990,9 @@ class Section:
 #: the evidence behind it next, provenance last.
 SECTIONS: tuple[Section, ...] = (
     Section("decision", "Decision",
-            "For each goal, the strategy with the best value, and the strategies statistically tied with it: "
+            "First, the one sentence that decides (the report's goal: the most successful strategy, and the "
+            "cheapest per solved session of those tied for it). Then, for each goal, the strategy with the best "
+            "value, and the strategies statistically tied with it: "
             "their paired difference against the best (the same sessions resampled jointly, 95% bootstrap "
             "interval) includes zero, so at this sample size they are as good, and the choice among them is "
             "yours to make on the other goals. Cost per solved session is the total cost over the solved "
@@ -759,7 +1001,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("headline", "Headline metrics",
             "One row per strategy, most successful first (then cheapest per solved session), one column per "
             "headline metric, over all of that strategy's sessions. The small line under each value is its 95% "
-            "bootstrap confidence interval (sessions resampled with replacement). Cache-hit share is the share of "
+            "confidence interval: the percentile bootstrap's (sessions resampled with replacement), or Wilson's "
+            "where marked (a rate near none or all of its events), or none where a cost per solved session rests "
+            "on too few successes (the footnotes say which). Cache-hit share is the share of "
             "input tokens that were prompt-cache hits. Overlapping intervals do not mean 'no difference': use "
             "the Decision and paired tables for that.",
             _headline_html, _headline_markdown),

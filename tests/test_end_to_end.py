@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import scenarios
+from harness.core.switches import CONTRACT_RUNTIME
 from harness.sim.kernel import replay
 from harness.sim.metrics import CallRecord, SessionRecord
 from harness.sim.profiles import profile
@@ -102,6 +103,8 @@ def runs(scripts: list[SessionScript]) -> dict[str, Run]:
     # fact out of a long output, which no model and no strategy can bring back (checked below).
     out["oracle+unbounded"] = _run(subset, "unbounded", "oracle", output_cap_chars=0)
     out["oracle+unbounded+cap"] = _run(subset, "unbounded", "oracle")
+    # P10 is about the contract runtime, which any strategy may run under: here the seed article's B.
+    out["offload_contracts+contracts"] = _run(scripts, "offload_contracts", "frontier", **CONTRACT_RUNTIME.model_dump())
     return out
 
 
@@ -163,14 +166,14 @@ def test_sliding_window_loses_facts_that_unbounded_keeps(
 
 
 def test_p10_offload_contracts_lets_no_syntax_error_reach_a_tool(runs: dict[str, Run]) -> None:
-    run = runs["offload_contracts"]
+    run = runs["offload_contracts+contracts"]
     assert all(r.contracts for r in run.records)
     assert sum(r.tool_syntax_errors for r in run.records) > 0, "no malformed call at all: P10 is untested"
     assert all(r.syntax_errors_reaching_tool == 0 for r in run.records)
 
 
 def test_p10_offload_contracts_is_never_stuck_from_malformed_calls_alone(runs: dict[str, Run]) -> None:
-    run = runs["offload_contracts"]
+    run = runs["offload_contracts+contracts"]
     for record, calls in zip(run.records, run.agent_calls, strict=True):
         if record.outcome == "stuck":
             assert not all(c.malformed_kind for c in calls[-4:]), record

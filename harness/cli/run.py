@@ -102,14 +102,17 @@ def run_metadata(summary: RunSummary) -> dict[str, Any]:
 def print_summary(summary: RunSummary, as_json: bool) -> None:
     """The summary table of a run's sessions on stdout, or, as JSON, ``{"run": <metadata>,
     "strategies": [<one record per strategy>]}``."""
+    from harness.core.rundir import Manifest
     from reports.summary import summary_records, summary_text
 
     sessions = summary.sessions
+    # The run's order names strategies merged for identical sessions as the report does.
+    order = Manifest.read(summary.out_dir).strategy_order() if not sessions.empty else []
     if as_json:
-        records = summary_records(sessions) if not sessions.empty else []
+        records = summary_records(sessions, order) if not sessions.empty else []
         print(json.dumps({"run": run_metadata(summary), "strategies": records}, indent=2))
         return
     if sessions.empty:
         print("no sessions in this run (a shard without batches?)")
         return
-    print(summary_text(sessions))
+    print(summary_text(sessions, order))

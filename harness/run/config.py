@@ -290,9 +290,6 @@ class RunConfig(BaseModel):
             if strategy.runtime is not None and strategy.runtime not in runtime_names:
                 raise ValueError(f"strategies[{i}].runtime: no runtime {strategy.runtime!r} in this config "
                                  f"(known: {', '.join(runtime_names)})")
-        if len(runtime_names) > 1 and self.sweep is not None:
-            raise ValueError("runtimes: a sweep runs under one runtime; give one [[runtimes]] table or sweep "
-                             "each runtime in its own run")
         crossed = [e.key for e in self.strategy_entries()]
         for label in crossed:
             if crossed.count(label) > 1:
@@ -361,9 +358,11 @@ class RunConfig(BaseModel):
                     named = [StrategyEntry(name=wanted, **_default_params(wanted))]
                     added += [e for e in named if e not in added]
                 if not named:
-                    known = sorted({e.key for e in configured} | set(strategies.names()))
-                    raise ConfigError(f"--strategies: unknown {wanted!r}{did_you_mean(wanted, known)} "
-                                      f"(known: {', '.join(known)})")
+                    entries = sorted({e.key for e in configured} | {e.name for e in configured})
+                    others = [n for n in strategies.names() if n not in entries]
+                    raise ConfigError(f"--strategies: unknown {wanted!r}{did_you_mean(wanted, entries + others)} "
+                                      f"(known: {', '.join(entries)}; or any registered strategy: "
+                                      f"{', '.join(others)})")
                 chosen += [e for e in named if e not in chosen]
             kept = [e for e in configured if e in chosen] + added
             data["strategies"] = [e.model_dump(exclude_none=True) | e.params for e in kept]

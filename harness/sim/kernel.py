@@ -737,6 +737,6 @@ def replay(script: SessionScript, strategy: ContextStrategy | str, profile: Prof
     is the agent's memory at the start, and `SessionResult.memory` what it wrote with ``p_write``."""
     instance = create(strategy) if isinstance(strategy, str) else strategy
     prof = builtin_profile(profile) if isinstance(profile, str) else profile
-    sw = switches or Switches(**switch_overrides)
+    sw = switches or Switches(**{k: v for k, v in switch_overrides.items() if v is not None})
     return Replay(script, instance, prof, sw, scenario=scenario, session_index=session_index,
                   strategy_label=strategy_label, events=events, memory=memory, p_write=p_write).run()

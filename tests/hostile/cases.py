@@ -340,8 +340,6 @@ for _key in ("token_budget", "output_cap_chars"):
     for _vid, _value in VALUES.items():
         config_cases("strategies", f"{_key}-{_vid}", toml(strategies=strategy("unbounded", f"{_key} = {_value}\n")),
                      USAGE, (_key,), run=_vid == "true")
-config_cases("strategies", "token_budget-0", toml(strategies=strategy("unbounded", "token_budget = 0\n")), USAGE,
-             ("token_budget",))
 config_cases("strategies", "model-unknown", toml(strategies=strategy("unbounded", 'model = "gpt-9"\n')), USAGE,
              ("gpt-9",))
 config_cases("strategies", "model-bad-field",
@@ -382,8 +380,7 @@ STRATEGY_PARAMS: dict[str, dict[str, str]] = {
     "condense": {"max_size": INT, "keep_first": INT, "max_tokens": INT, "minimum_progress": UNIT,
                  "hard_reset_retries": INT, "hard_reset_scaling": UNIT},
     "observation_masking": {"keep_turns": INT},
-    "offload_contracts": {"offload_threshold_bytes": INT, "preview_chars": INT, "retrieve_chars": INT,
-                          "token_budget": INT},
+    "offload_contracts": {"offload_threshold_bytes": INT, "preview_chars": INT, "retrieve_chars": INT},
     "hybrid": {"mask_turns": INT, "summary_turns": INT, "keep_turns": INT, "pin_first": INT, "summary_ratio": RATIO,
                "preserve_recent_messages": INT, "threshold": UNIT},
     # The SDK managers (sdk-strategies.md); clear_tool_uses takes its numbers inside tables ({type, value}).

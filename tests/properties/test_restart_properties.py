@@ -36,7 +36,7 @@ def script_of(family: str, seed: int) -> SessionScript:
 
 def new_replay(name: str, params: dict[str, Any], family: str, seed: int, profile_name: str) -> Replay:
     strategy = strategies.create(name, **params)
-    return Replay(script_of(family, seed), strategy, profile(profile_name), Switches.for_strategy(strategy),
+    return Replay(script_of(family, seed), strategy, profile(profile_name), Switches(),
                   events=True)
 
 

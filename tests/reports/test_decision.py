@@ -190,3 +190,53 @@ def test_decide_from_pairs_computed_with_the_reports_equals_decide_alone(monkeyp
 
     monkeypatch.setattr(reports.decision.stats, "paired_differences", no_more)
     assert decide(sessions, head, resamples=200, pairs=pairs) == alone
+
+
+# The one sentence ------------------------------------------------------------------------------------
+
+
+def sentence_for(sessions: pd.DataFrame, resamples: int = 400) -> reports.decision.Recommendation:
+    head = headline(sessions, resamples=resamples)
+    results = decide(sessions, head, resamples=resamples)
+    extra = reports.decision.recommendation_pairs(head, results)
+    pairs = paired_differences(sessions, extra, resamples=resamples) if extra else pd.DataFrame()
+    return reports.decision.recommend(results, head, pairs, sessions=N)
+
+
+def test_the_sentence_names_the_one_strategy_that_solves_clearly_more() -> None:
+    sessions = frame(strategy_rows("base", solved=HALF, cost=1.0),
+                     strategy_rows("strong", solved=[i % 10 != 0 for i in range(N)], cost=2.0))
+    chosen = sentence_for(sessions)
+    assert chosen.strategy == "strong"
+    assert chosen.sentence.startswith("Use strong: the most successful")
+
+
+def test_among_strategies_tied_on_success_the_sentence_picks_the_clearly_cheapest() -> None:
+    near = list(HALF)
+    near[1] = True
+    sessions = frame(strategy_rows("base", solved=HALF, cost=1.0), strategy_rows("cheap", solved=near, cost=0.4),
+                     strategy_rows("weak", solved=[i % 10 == 0 for i in range(N)], cost=0.1))
+    chosen = sentence_for(sessions)
+    # weak is cheapest per solved session overall, but it is not among the most successful.
+    assert chosen.strategy == "cheap"
+    assert "tied for most successful with base" in chosen.sentence
+    assert "cheapest of those per solved session" in chosen.sentence
+
+
+def test_when_every_strategy_is_tied_on_both_no_strategy_is_named() -> None:
+    sessions = frame(strategy_rows("base", solved=HALF, cost=1.0), strategy_rows("twin", solved=HALF, cost=1.0))
+    chosen = sentence_for(sessions)
+    assert chosen.strategy is None
+    assert chosen.sentence.startswith("No strategy is better than another on this goal at this sample size")
+    results = decide(sessions, headline(sessions, resamples=300), resamples=300)
+    # A goal whose best is tied with every other strategy names no best.
+    assert all(r.all_tied for r in results)
+
+
+def test_a_cost_per_solved_session_over_too_few_successes_is_not_ranked() -> None:
+    few = [i < 3 for i in range(N)]
+    sessions = frame(strategy_rows("base", solved=HALF, cost=1.0), strategy_rows("rare", solved=few, cost=0.01))
+    head = headline(sessions, resamples=300)
+    assert "rare" not in ranked(head, "cost_per_solved_session")
+    cost = goal_result(decide(sessions, head, resamples=300), "cost")
+    assert cost.best == "base" and cost.too_few == ("rare",)

@@ -73,7 +73,7 @@ def pair(family: str, seed: int, name: str, **params: Any) -> tuple[SessionResul
     ("sliding_window", {"window_size": 20}),
     ("observation_masking", {"keep_turns": 3}),
     ("drop_all", {}),
-    ("offload_contracts", {"contracts": False}),
+    ("offload_contracts", {}),
 ])
 def test_two_strategies_see_identical_calls_and_events_until_contexts_differ(
         family: str, seed: int, name: str, params: dict[str, Any]) -> None:

@@ -59,7 +59,7 @@ def test_an_unbounded_session_saw_at_each_call_the_prefix_of_its_final_context_b
     context_tokens (and, with the system prompt, its input_tokens)."""
     script = crashloop_script(filler_lines=40)
     unbounded = strategies.create("unbounded")
-    replayer = Replay(script, unbounded, ORACLE, Switches.for_strategy(unbounded), events=True)
+    replayer = Replay(script, unbounded, ORACLE, Switches(), events=True)
     result = replayer.run()
     final = list(replayer.contexts["agent"].messages)
     calls = by_event(result, "call")

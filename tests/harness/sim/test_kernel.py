@@ -12,7 +12,7 @@ import pytest
 from harness.core.context import Context
 from harness.core.crn import z
 from harness.core.messages import Message, TextMeter, parse_error
-from harness.core.switches import Switches
+from harness.core.switches import CONTRACT_RUNTIME, Switches
 from harness.sim.kernel import NUDGE_TEXT, PromptCache, SessionResult, replay
 from harness.sim.loops import Event
 from harness.sim.metrics import OUTCOMES, SessionRecord
@@ -318,8 +318,11 @@ def test_token_budget_with_breaker_on_ends_budget_exceeded() -> None:
     assert record.input_tokens + record.output_tokens > 3000
 
 
-def test_token_budget_is_ignored_with_breaker_off() -> None:
-    assert run(crashloop_script(), breaker=False, token_budget=3000).record.outcome == "success"
+def test_a_token_budget_applies_whatever_the_breaker() -> None:
+    record = run(crashloop_script(), breaker=False, token_budget=3000).record
+    assert record.outcome == "budget_exceeded"
+    # No budget (0, the default): the same session runs to its end.
+    assert run(crashloop_script(), breaker=False).record.outcome == "success"
 
 
 def test_max_turns_ends_the_session() -> None:
@@ -575,33 +578,26 @@ def test_two_agents_tokens_and_calls_add_up() -> None:
 # Switches ---------------------------------------------------------------------------------------------------------
 
 
-def test_switches_for_offload_contracts_default_on_three_class_on() -> None:
-    sw = Switches.for_strategy(create("offload_contracts"))
-    assert (sw.contracts, sw.errors, sw.breaker) == (True, "three_class", True)
+@pytest.mark.parametrize("name", ["offload_contracts", "unbounded", "drop_all", "summarize", "sliding_window",
+                                  "observation_masking"])
+def test_every_strategy_runs_under_the_plain_runtime_unless_told_otherwise(name: str) -> None:
+    # A strategy brings no runtime of its own: offloading runs as plainly as everything else.
+    script = crashloop_script()
+    record = replay(script, name, ORACLE).record
+    assert (record.contracts, record.errors, record.breaker, record.token_budget) == (False, "plain", False, 0)
 
 
-@pytest.mark.parametrize("name", ["unbounded", "drop_all", "summarize", "sliding_window", "observation_masking"])
-def test_switches_for_other_strategies_default_off_plain_off(name: str) -> None:
-    sw = Switches.for_strategy(create(name))
-    assert (sw.contracts, sw.errors, sw.breaker) == (False, "plain", False)
-
-
-def test_switch_overrides_win_over_strategy_defaults() -> None:
-    on = Switches.for_strategy(create("unbounded"), contracts=True, errors="three_class", breaker=True,
-                               token_budget=5000)
-    assert (on.contracts, on.errors, on.breaker, on.token_budget) == (True, "three_class", True, 5000)
-    off = Switches.for_strategy(create("offload_contracts"), contracts=False, errors="plain", breaker=False)
-    assert (off.contracts, off.errors, off.breaker) == (False, "plain", False)
-
-
-def test_offload_token_budget_param_sets_the_switch() -> None:
-    assert Switches.for_strategy(create("offload_contracts", token_budget=1234)).token_budget == 1234
-    assert Switches.for_strategy(create("unbounded")).token_budget == 2_000_000
+def test_the_contract_runtime_is_the_seed_articles_dispatcher() -> None:
+    assert (CONTRACT_RUNTIME.contracts, CONTRACT_RUNTIME.errors, CONTRACT_RUNTIME.breaker,
+            CONTRACT_RUNTIME.token_budget) == (True, "three_class", True, 2_000_000)
+    assert Switches() == Switches(contracts=False, errors="plain", breaker=False, token_budget=0)
 
 
 def test_the_session_record_carries_the_switches_it_ran_with() -> None:
-    record = run(crashloop_script(), "offload_contracts", contracts=False).record
-    assert (record.contracts, record.errors, record.breaker) == (False, "three_class", True)
+    record = run(crashloop_script(), "offload_contracts", contracts=True, errors="three_class",
+                 token_budget=10**9).record
+    assert (record.contracts, record.errors, record.breaker, record.token_budget) == (True, "three_class", False,
+                                                                                       10**9)
 
 
 # Records and determinism -------------------------------------------------------------------------------------------

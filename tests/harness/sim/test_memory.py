@@ -95,9 +95,9 @@ def test_a_replay_with_memory_restores_where_it_stopped() -> None:
     script = _db_script(1)
     memory = MemoryStore().remember("database", script.facts["database"].value)
     strategy = strategies.create("sliding_window")
-    whole = Replay(script, strategy, profile("frontier"), Switches.for_strategy(strategy), memory=memory,
+    whole = Replay(script, strategy, profile("frontier"), Switches(), memory=memory,
                    p_write=1.0).run()
-    stopped = Replay(script, strategy, profile("frontier"), Switches.for_strategy(strategy), memory=memory,
+    stopped = Replay(script, strategy, profile("frontier"), Switches(), memory=memory,
                      p_write=1.0)
     assert stopped.run(stop_after_turns=5) is None
     resumed = Replay.restore(stopped.save()).run()

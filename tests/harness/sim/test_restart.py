@@ -30,7 +30,7 @@ def new_replay(strategy: ContextStrategy | str, *, family: str = "k8s_crashloop"
                profile_name: str = "small", turns: int = 20) -> Replay:
     instance = strategies.create(strategy) if isinstance(strategy, str) else strategy
     script = scenarios.generate(family, seed, turns=turns)
-    return Replay(script, instance, profile(profile_name), Switches.for_strategy(instance), events=True)
+    return Replay(script, instance, profile(profile_name), Switches(), events=True)
 
 
 def as_json(result: SessionResult) -> dict[str, Any]:
