@@ -120,7 +120,6 @@ def _flat_params(name: str) -> st.SearchStrategy[dict[str, Any]]:
                 "offload_threshold_bytes": st.integers(256, 2048),
                 "preview_chars": st.integers(0, 400),
                 "retrieve_chars": st.integers(256, 3000),
-                "contracts": st.booleans(),
             }
         )
     if name == "clear_tool_uses":
