@@ -340,6 +340,20 @@ for _key in ("token_budget", "output_cap_chars"):
     for _vid, _value in VALUES.items():
         config_cases("strategies", f"{_key}-{_vid}", toml(strategies=strategy("unbounded", f"{_key} = {_value}\n")),
                      USAGE, (_key,), run=_vid == "true")
+# [[runtimes]]: the runtime every strategy entry runs under.
+config_cases("runtimes", "name-missing", toml(tail="[[runtimes]]\ncontracts = true\n"), USAGE, ("runtimes[0].name",))
+config_cases("runtimes", "name-duplicate", toml(tail='[[runtimes]]\nname = "a"\n[[runtimes]]\nname = "a"\n'), USAGE,
+             ("runtimes[1].name",), run=True)
+config_cases("runtimes", "name-plus", toml(tail='[[runtimes]]\nname = "a+b"\n'), USAGE, ("runtimes[0].name",))
+config_cases("runtimes", "switch-unknown", toml(tail='[[runtimes]]\nname = "a"\nbreakr = true\n'), USAGE,
+             ("runtimes[0].breakr",))
+config_cases("runtimes", "switch-string", toml(tail='[[runtimes]]\nname = "a"\ncontracts = "yes"\n'), USAGE,
+             ("runtimes[0].contracts",))
+config_cases("runtimes", "budget-negative", toml(tail='[[runtimes]]\nname = "a"\ntoken_budget = -1\n'), USAGE,
+             ("runtimes[0].token_budget",))
+config_cases("runtimes", "entry-unknown-runtime",
+             toml(strategies=strategy("unbounded", 'runtime = "nope"\n'), tail='[[runtimes]]\nname = "a"\n'), USAGE,
+             ("strategies[0].runtime", "nope"), run=True)
 config_cases("strategies", "model-unknown", toml(strategies=strategy("unbounded", 'model = "gpt-9"\n')), USAGE,
              ("gpt-9",))
 config_cases("strategies", "model-bad-field",
