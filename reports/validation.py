@@ -172,9 +172,11 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
         lines += ["", *anchor.table, ""]
     lines += loop_section(b)
     lines += ["## Reference comparison: the seed article", "",
-              "`ctxbench run examples/seed-article.toml` (one command): A = unbounded, contracts off, plain errors, "
-              "breaker off; B = offload with typed contracts, three-class errors, breaker on; the same alert-chain "
-              "sessions (five agents), frontier profile. The article's figures are drill inputs, not measurements. "
+              "`ctxbench run examples/seed-article.toml` (one command): A = unbounded under the plain runtime "
+              "(contracts off, plain errors, breaker off, no token budget); B = offload_contracts under the contract "
+              "runtime (typed contracts, three-class errors, breaker on, a 2,000,000-token budget): strategy and "
+              "runtime both differ, by design (its report says so first). The same alert-chain sessions (five "
+              "agents), frontier profile. The article's figures are drill inputs, not measurements. "
               "Report: [seed-article/report.md](validation/seed-article/report.md).", "",
               frozen_versions(b.manifests["seed-article"]), ""]
     lines += md_lines(["metric", "article A", "article B", "ctxbench A", "ctxbench B", "B - A (95% CI)",
@@ -193,7 +195,8 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
     ablation_n = _n(b, "seed-article-ablation")
     lines += ["", f"### Which part causes which change: the 2x2x2 ablation ({ablation_n} sessions)", "",
               "`ctxbench run examples/seed-article-ablation.toml`: strategy x contracts x error format, every "
-              "configuration on the same sessions (the breaker follows the strategy: off for raw, on for offload).",
+              "configuration on the same sessions (the breaker and the 2,000,000-token budget on for offload, off "
+              "for raw, as in A and B).",
               ""]
     lines += ablation_tables(b)
     lines += ["", "## Calibration curves", "",

@@ -11,6 +11,7 @@ import pandas as pd
 
 from reports.markup import md_lines
 from reports.sweep import ranking
+from reports.tables import format_relative
 from reports.validation_data import Bundle, num, pct, pp
 from reports.validation_seed_article import SeedRow
 
@@ -80,7 +81,7 @@ def _delta(metric: str, now: float, before: float) -> str:
         return pp(now - before)
     if not np.isfinite(now) or not before:
         return "n/a"
-    return f"{100 * (now / before - 1):+.0f}%"
+    return format_relative(now / before - 1, digits=0)
 
 
 def seed_history(rows: list[SeedRow], shapes: pd.DataFrame) -> list[str]:

@@ -9,6 +9,7 @@ returning plain rows; it never writes to the run directory.
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -103,6 +104,14 @@ def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
     return BatchResult(task.batch.id, session_rows, call_rows, EventLines.of(event_rows))
 
 
+def _start_worker() -> None:
+    """A forked worker's set-up: its parent's directory locks released, and SIGTERM back to its default.
+    The parent's handler turns SIGTERM into an exception for its own clean-up; in a worker the pool stops
+    at shutdown it would print a traceback from the worker's exit instead of ending it."""
+    release_inherited_locks()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseException) -> dict[str, Any]:
     switches = spec.switches
     row: dict[str, Any] = {c: 0 for c in SESSION_COLUMNS}
@@ -126,7 +135,7 @@ def _serial(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Ite
 def _process(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
     workers = jobs or os.cpu_count() or 1
     # A forked worker must not keep the run directory's lock alive if the parent is killed.
-    with ProcessPoolExecutor(max_workers=workers, initializer=release_inherited_locks) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker) as pool:
         pending: set[Future[BatchResult]] = set()
         queue = list(tasks)
         while queue or pending:
