@@ -31,8 +31,8 @@ OK_OR_USAGE = "ok_or_usage"
 REFUSE_OR_IDENTICAL = "refuse_or_identical"
 EXPECTATIONS = (USAGE, OK, OK_OR_USAGE, REFUSE_OR_IDENTICAL)
 
-FAMILIES = ("files", "toml", "top", "scenarios", "strategies", "model", "sweep", "cli", "report", "compare", "merge",
-            "resume", "validation", "traces")
+FAMILIES = ("files", "toml", "top", "scenarios", "strategies", "runtimes", "model", "sweep", "cli", "report", "compare",
+            "merge", "resume", "validation", "traces")
 
 
 @dataclass(frozen=True)
