@@ -771,8 +771,11 @@ def _decision_plot(data: ReportData) -> tuple[Plot, Png] | None:
 
 def _decision_lead(data: ReportData) -> str:
     sessions = _session_count(data)
-    return (f"{len(data.strategies)} strategies, each replaying the same {sessions} sessions (same scenario and "
-            f"session index), so every comparison here is paired. The goal decided: {RECOMMENDATION_GOAL}.")
+    merged = sum(len(g.strategies) - 1 for g in data.identical)
+    rows = f" (in {len(data.strategies)} rows: identical ones are one)" if merged else ""
+    return (f"{len(data.strategies) + merged} strategies{rows}, each replaying the same {sessions} sessions (same "
+            f"scenario and session index), so every comparison here is paired. The goal decided: "
+            f"{RECOMMENDATION_GOAL}.")
 
 
 def _validation(data: ReportData) -> ValidationStatus | None:
