@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 setup: $(STAMP)
 
-# ruff, then the layer contract of DESIGN.md ("Which way imports go") with import-linter.
+# ruff, then the layer contract of docs/design.md ("Which way imports go") with import-linter.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports

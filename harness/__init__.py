@@ -1,4 +1,4 @@
-"""ctxbench's harness, in four layers that import only downward (DESIGN.md, "Which way imports go"):
+"""ctxbench's harness, in four layers that import only downward (docs/design.md, "Which way imports go"):
 
 - `harness.core`: what every layer shares (messages, tokens, the context a strategy sees, tool
   contracts, switches, registries, common random numbers, the run directory's contract);

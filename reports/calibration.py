@@ -1,5 +1,5 @@
 """Calibration plots: the mock model's recall curves against the published points they were fitted
-to (mock-model.md 9, 11 and v2 change 1), with the end-to-end probe measurements and their intervals.
+to (docs/model.md 9, 11 and v2 change 1), with the end-to-end probe measurements and their intervals.
 Each profile has two curves: ``latent`` look-ups (fitted to NoLiMa / Context Rot, drawn solid) and
 ``literal`` look-ups (fitted to the profile's RULER row, drawn dashed).
 
@@ -25,16 +25,16 @@ from matplotlib.ticker import FuncFormatter, PercentFormatter
 from reports.plots import OKABE_ITO, new_figure, no_data, plot_style, save_png, thousands
 from reports.stats import Metric, bootstrap, rng_for, wilson_interval
 
-#: The recall ratios of P6 are taken against this length ("4K" in mock-model.md 11).
+#: The recall ratios of P6 are taken against this length ("4K" in docs/model.md 11).
 REFERENCE_LENGTH = 4096
 PLOT_FILES = ("calibration-length.png", "calibration-position.png", "calibration-ratios.png")
 
 
 @dataclass(frozen=True, slots=True)
 class PublishedPoint:
-    """One published recall figure, as mock-model.md 9 and 11 quote it."""
+    """One published recall figure, as docs/model.md 9 and 11 quote it."""
 
-    #: Short title of the source (mock-model.md 13).
+    #: Short title of the source (docs/model.md 13).
     source: str
     model: str
     #: Context length in tokens; None where the source (as quoted) gives none.
@@ -43,7 +43,7 @@ class PublishedPoint:
     position: float | None
     #: Recall in [0, 1].
     recall: float
-    #: The profile anchored on it (mock-model.md 9).
+    #: The profile anchored on it (docs/model.md 9).
     profile: str
     note: str
     #: The look-up kind it anchors: ``literal`` (RULER rows) or ``latent`` (NoLiMa, Context Rot, Lost in
@@ -55,7 +55,7 @@ class PublishedPoint:
 #: 128,000 tokens, as tests/test_calibration.py reads them; on a log axis the difference from 131,072 is
 #: invisible.
 PUBLISHED_POINTS: tuple[PublishedPoint, ...] = (
-    # RULER rows, each the literal source of one profile (mock-model.md v2 change 1; RULER's leaderboard):
+    # RULER rows, each the literal source of one profile (docs/model.md v2 change 1; RULER's leaderboard):
     # mean accuracy over RULER's 13 tasks. 131,072 tokens is drawn and probed at 128,000.
     PublishedPoint("RULER", "Gemini-1.5-pro", 4_096, None, 0.967, "frontier",
                    "literal source of frontier: the best 128K row RULER's authors ran", "literal"),
@@ -138,10 +138,10 @@ LOOKUP_MARKERS: dict[str, str] = {"latent": "o", "literal": "s"}
 #: P6's band for a literal ratio: the published ratio of the profile's RULER row plus or minus this. The
 #: spec's latent bands are about +-0.10 around their sources ([0.62, 0.82] for 0.715 and 0.73); the literal
 #: ones take the same width, since the same things separate probe from source: the probe draws x in
-#: [0.1, 0.9] and the trough deepens with L (mock-model.md 2.1), which RULER's depth-averaged scores do not
+#: [0.1, 0.9] and the trough deepens with L (docs/model.md 2.1), which RULER's depth-averaged scores do not
 #: separate from length, and the fit's RMSE is up to 0.024 per point.
 LITERAL_RATIO_HALF_WIDTH = 0.10
-#: P6's latent bands (mock-model.md 11): (profile, length) -> (low, high).
+#: P6's latent bands (docs/model.md 11): (profile, length) -> (low, high).
 LATENT_BANDS: dict[tuple[str, int], tuple[float, float]] = {("frontier", 113_000): (0.62, 0.82),
                                                             ("mid", 32_000): (0.62, 0.82)}
 
@@ -405,7 +405,7 @@ def ratio_figure(length_curve: pd.DataFrame, probes: pd.DataFrame, reference: in
                     _errorbar(ax, rows["length"].tolist(), rows["ratio"].tolist(), rows["ci_low"].tolist(),
                               rows["ci_high"].tolist(), colours[name],
                               f"{name} {kind}: probes (95% paired bootstrap)", LOOKUP_MARKERS.get(kind, "o"))
-        # P6's hard bands: drawn as translucent bars at their lengths (latent: mock-model.md 11; literal:
+        # P6's hard bands: drawn as translucent bars at their lengths (latent: docs/model.md 11; literal:
         # each RULER source ratio +- LITERAL_RATIO_HALF_WIDTH).
         bands = [(length, low, high, name) for (name, length), (low, high) in LATENT_BANDS.items()]
         bands += [(r.length, *literal_band(r.ratio), r.profile) for r in PUBLISHED_RATIOS if r.lookup == "literal"]

@@ -3,7 +3,7 @@ difference B - A with a 95% bootstrap interval, and a gate that fails when a ``-
 METRIC:THRESHOLD`` regression is statistically established.
 
 Pairing. Rows of two runs with the same scenario, session_index and seed are the same session (the
-same script replayed: DESIGN.md, "Determinism"). When the runs share sessions, each strategy is
+same script replayed: docs/design.md, "Determinism"). When the runs share sessions, each strategy is
 compared over the shared ones only: B - A is the metric over B's rows minus the metric over A's rows
 of the same sessions (for a mean metric, the mean of the per-session differences), and its interval
 resamples those sessions with one resample for both runs. A run compared with itself therefore shows

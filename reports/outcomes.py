@@ -1,7 +1,7 @@
 """Why sessions did not succeed: what each outcome of the ``sessions`` table means, and which
 strategies each one hits most, as the values the report's "Why sessions fail" section is written from.
 
-The outcome names repeat the sessions.parquet contract (DESIGN.md) instead of importing
+The outcome names repeat the sessions.parquet contract (docs/design.md) instead of importing
 ``harness.sim.metrics``: the reports read run directories only.
 """
 

@@ -114,7 +114,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # tokens, decides the bill of strategies that rewrite their context.
     Metric("cache_hit_share", "cache-hit share", "share of input tokens", "ratio", "cached_input_tokens",
            "input_tokens", lower_is_better=False),
-    # What a context manager did (sdk-strategies.md 3): how often it changed what the model sees, how much
+    # What a context manager did (docs/sdk-strategies.md 3): how often it changed what the model sees, how much
     # it took out, how often it broke the cached prefix, and how often it fired again within 3 turns.
     Metric("compactions", "compactions per session", "compactions", "mean", "compactions", optional=True),
     Metric("tokens_freed", "tokens freed per session", "tokens", "mean", "tokens_freed", optional=True),

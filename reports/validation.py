@@ -1,4 +1,4 @@
-"""``docs/validation.md``: every validation target of mock-model.md 11 and the claims of 12, with the
+"""``docs/validation.md``: every validation target of docs/model.md 11 and the claims of 12, with the
 published figure, ours with its 95% CI, and a verdict, computed from the tables `harness.run.validation`
 wrote. Like the rest of `reports`, this reads tables only and never imports the runtime.
 
@@ -111,7 +111,7 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
         "paired where two strategies replay the same sessions).",
         "",
         "**How verdicts are decided.** A check agrees (soft) or passes (hard) when our point estimate lies in "
-        "the published band of `specs/mock-model.md` section 11, or the band stated for an anchor below before it "
+        "the published band of `docs/model.md` section 11, or the band stated for an anchor below before it "
         "was run; the interval is printed so you can judge how firm that is. A direction check compares only the "
         "sign of a change, where only a direction is fair (an in-house benchmark, an unstated unit). No parameter "
         "was tuned to reach a verdict: the profiles are the published presets, each anchor's mapping onto ctxbench "
@@ -142,7 +142,7 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
         for c in details:
             lines += [f"### {c.id}: {c.title}", "", c.detail, ""]
     lines += ["## Reference comparison: The Complexity Trap", "",
-              "`ctxbench run examples/complexity-trap.toml` (one command): the paper's setting (mock-model.md v2 "
+              "`ctxbench run examples/complexity-trap.toml` (one command): the paper's setting (docs/model.md v2 "
               "change 5): `code_repair` sessions with SWE-agent-sized observations and drawn turns, raw / masking "
               "M = 10 / LLM summary N = 21, M = 10 keeping the task / hybrid, caching off, each output capped at "
               "SWE-agent's 100,000 characters. The validation runs it as shipped (mid) and under frontier, on the "
@@ -154,7 +154,7 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
                            "cost vs raw", "paper cost vs raw", "mean turns", "summary share of cost", "outcomes"],
                           trap_reference_rows(b, run))
         lines += [""]
-    lines += ["The ops-mix setup of mock-model.md 11 (frontier, the default mix, caching off and on) is reported in "
+    lines += ["The ops-mix setup of docs/model.md 11 (frontier, the default mix, caching off and on) is reported in "
               "the summary with no target: its payloads (log dumps, kubectl tables) are not the paper's observations.",
               ""]
     titles = {"less-context": ("Less Context, Better Agents", "Lodha et al., 2026, arXiv 2606.10209"),
@@ -200,7 +200,7 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
               ""]
     lines += ablation_tables(b)
     lines += ["", "## Calibration curves", "",
-              "Recall of one visible fact, from the formulas of mock-model.md 2.1 (lines) and measured end to end "
+              "Recall of one visible fact, from the formulas of docs/model.md 2.1 (lines) and measured end to end "
               "through real contexts (points with 95% intervals), for both look-up kinds (v2 change 1): latent "
               "(solid; fitted to NoLiMa and Context Rot) and literal (dashed; fitted to each profile's RULER row), "
               "with the published points they were fitted to.", ""]

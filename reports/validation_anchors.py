@@ -1,4 +1,4 @@
-"""Published anchors beyond mock-model.md 11: "Less Context, Better Agents" (Lodha et al. 2026, arXiv
+"""Published anchors beyond docs/model.md 11: "Less Context, Better Agents" (Lodha et al. 2026, arXiv
 2606.10209) and AgentDiet (Xiao et al. 2025, arXiv 2509.23586). Each was mapped onto a ctxbench config
 before any run (``examples/less-context.toml``, ``examples/agentdiet.toml``, whose headers say why); the
 mapping and the bands below are fixed, never moved after seeing our numbers.

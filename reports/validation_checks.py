@@ -91,9 +91,9 @@ def mechanism_checks(b: Bundle) -> list[Check]:
               f"{outcome_line(controls, 'drop_all')}.")
     if not agrees:
         detail += (f" Mechanism: M1 describes a control that keeps the task message only, but drop_all as "
-                   f"specs/strategies.md 3.9 defines it also keeps the current turn (everything from the last "
+                   f"docs/strategies.md 3.9 defines it also keeps the current turn (everything from the last "
                    f"assistant message on), so the result of the latest call stays visible for one more call. A "
-                   f"step whose facts came from older results cannot recall them, and the policy (mock-model.md "
+                   f"step whose facts came from older results cannot recall them, and the policy (docs/model.md "
                    f"2.2) re-calls the tool that produced them, up to two levels deep (p_refetch = 0.9 on "
                    f"frontier); a chain of re-fetches can rebuild what a step needs. The {len(won)} successful "
                    f"sessions made {num(won['refetches'].mean(), 1)} re-fetches each on average (all drop_all "
@@ -227,7 +227,7 @@ def probe_checks(b: Bundle) -> list[Check]:
                 "P7", "U-shape, literal look-up: stress-2023 at 4K, recall in the middle over at the start", "none",
                 f"probes, {n} each", "no published U-shape for literal look-ups; 0.71 is document QA (latent)",
                 f"{num(value, 3)} [{num(lo, 3)}, {num(hi, 3)}]", "-",
-                "The position factor is shared by both kinds (mock-model.md v2 change 1), but a literal curve's "
+                "The position factor is shared by both kinds (docs/model.md v2 change 1), but a literal curve's "
                 f"r(4K) is so near 1 that p_recall at the start reaches the clamp at 1 (mean p there "
                 f"{num(p_start, 3)}), so the ratio is flatter than the latent one. Lost in the Middle measured its "
                 "0.71 on multi-document QA, a latent look-up, which the latent row checks."))
@@ -240,7 +240,7 @@ def probe_checks(b: Bundle) -> list[Check]:
                           f"the middle {num(p_middle, 3)}): r(4K) of the {lookup} curve is so close to 1 that the "
                           "position factor's normalisation pushes the start above 1, so the clamp, not the trough, "
                           "sets the ratio. Lost in the Middle's figure is a document-QA score (a latent-like "
-                          "look-up); the position factor is shared by both kinds (mock-model.md v2 change 1).")
+                          "look-up); the position factor is shared by both kinds (docs/model.md v2 change 1).")
             else:
                 detail = (f"The model's own probabilities give {num(p_middle / p_start, 3)} (mean p in the middle "
                           f"{num(p_middle, 3)}, at the start {num(p_start, 3)}); the probes' estimate differs from it "

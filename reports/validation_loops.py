@@ -68,7 +68,7 @@ def loop_section(b: Bundle) -> list[str]:
     the floor says, computed from the tables."""
     lines = [
         "## Loop shapes and the stuck floor", "",
-        "Every stuck session's last 4 agent calls (the StuckDetector's window, mock-model.md 7), read from "
+        "Every stuck session's last 4 agent calls (the StuckDetector's window, docs/model.md 7), read from "
         "calls.parquet and from the session's script regenerated from its scenario and seed, are put in the "
         "first shape that fits: **fault never clears** (all 4 are the tool call of one step whose scripted "
         "fault has `fails=None`); **re-fetch loop** (all 4 re-fetch or retrieve a fact that was not recalled); "
@@ -80,7 +80,7 @@ def loop_section(b: Bundle) -> list[str]:
     lines += ["", "The stuck floor: the share of all sessions that end stuck because a fault that never clears keeps "
               "failing. Under plain errors the agent sees only \"Error: ...\"; it takes the fallback only when it "
               "follows a nudge (p_nudge_follow), otherwise it resends or tries the same call again until the "
-              "detector fires (mock-model.md 2.3 c). Under three-class errors the error names the fallback and "
+              "detector fires (docs/model.md 2.3 c). Under three-class errors the error names the fallback and "
               "the agent switches at once.", ""]
     floor = stuck_floor_rows(b)
     lines += md_lines(["run", "strategy", "errors", "sessions", "stuck", "stuck on a never-clearing fault (95% CI)",

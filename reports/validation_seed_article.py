@@ -1,4 +1,4 @@
-"""The reference comparison with the seed article (mock-model.md section 12): its A/B table (the
+"""The reference comparison with the seed article (docs/model.md section 12): its A/B table (the
 article's drill inputs beside our paired figures, with whether the direction matches), the same
 comparison under every profile, the 2x2x2 ablation of which part causes which change, and the claims
 that go into the summary (direction only, no verdict).

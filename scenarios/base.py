@@ -1,5 +1,5 @@
 """Session scripts: what an ideal agent would do in one simulated ops session, and the registry of
-the generators (scenario families) that make them (mock-model.md 1).
+the generators (scenario families) that make them (docs/model.md 1).
 
 A `SessionScript` is plain data (pydantic, JSON round-trip exact). Fact values are distinctive
 strings placed verbatim in tool payloads, so "is this fact visible in the context" is a real text
@@ -27,7 +27,7 @@ from scenarios.draws import Draws, derive_seed
 
 ENTRY_POINT_GROUP = "ctxbench.scenarios"
 LITERAL_PREFIX = "lit:"
-#: Tokens of the system prompt and tool schemas, a fixed prefix of every prompt (mock-model.md 1.1).
+#: Tokens of the system prompt and tool schemas, a fixed prefix of every prompt (docs/model.md 1.1).
 DEFAULT_SYSTEM_PROMPT_TOKENS = 2000
 
 
@@ -35,7 +35,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-#: How a fact is found (mock-model.md v2 change 1): ``literal`` when the agent copies an exact value it
+#: How a fact is found (docs/model.md v2 change 1): ``literal`` when the agent copies an exact value it
 #: saw next to what identifies it (a pod name in the row marked CrashLoopBackOff), ``latent`` when
 #: finding it takes an association the text does not state next to the value (the culprit among
 #: several candidates, a root cause inferred from symptoms). Each family documents its latent facts.
@@ -221,7 +221,7 @@ Fault.model_rebuild()
 
 
 def check_script(script: SessionScript) -> list[str]:
-    """Content rules of mock-model.md 1 that need the text: returns the violations (empty = valid).
+    """Content rules of docs/model.md 1 that need the text: returns the violations (empty = valid).
 
     - values (and decoys) are unique and none is a substring of another;
     - every produced value occurs in its payload; the task text holds the task facts;

@@ -1,5 +1,5 @@
 """`code_repair`: a SWE-agent-shaped bug fix in a Python repository (the Complexity Trap's workload,
-mock-model.md v2 change 5): run the failing tests, read the traceback, open the calling frame, find
+docs/model.md v2 change 5): run the failing tests, read the traceback, open the calling frame, find
 the helper that computed the bad value, open its module, locate the wrong constant, edit, re-run,
 run the whole suite, submit.
 
@@ -103,7 +103,7 @@ EDITED = ("File updated. Please review the changes and make sure they are correc
 
 
 class CodeRepairParams(ScenarioParams):
-    #: SWE-agent-sized observations (mock-model.md v2 change 5): median 1.4 KB, sigma 0.85, outputs
+    #: SWE-agent-sized observations (docs/model.md v2 change 5): median 1.4 KB, sigma 0.85, outputs
     #: capped at 16 KB (the audit's 12-16 KB; SWE-agent itself cuts at 100,000 characters).
     payload_median_bytes: StrictInt = Field(1400, ge=64, le=1_000_000)
     payload_sigma: float = Field(0.85, ge=0, le=4)

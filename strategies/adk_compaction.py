@@ -52,7 +52,7 @@ The view, not the history: this instance keeps every message it saw (the session
 the compactions, and commits to the window what ADK sends: every event outside the union of the
 summaries' ranges, plus each summary that no other range contains, placed at its range's end. Two
 overlapping sliding summaries are therefore both shown. ADK sends a summary as the agent's own
-(model) turn; here it is the usual user message of kind ``summary`` (strategies.md R9). Summaries
+(model) turn; here it is the usual user message of kind ``summary`` (docs/strategies.md R9). Summaries
 are never rewritten; a later token summary supersedes the previous one by containing its range.
 
 Not modelled: rewinds, branches and isolation scopes, other agents' events, long-running and

@@ -1,4 +1,4 @@
-"""The strategy interface, its registry, and the rules every strategy follows (strategies.md 1).
+"""The strategy interface, its registry, and the rules every strategy follows (docs/strategies.md 1).
 
 A strategy is a class with a pydantic ``Params`` model and four hooks the runtime calls in a fixed
 order (``on_append``, ``before_call``, ``reduce`` on overflow, ``apply`` after each turn). Each
@@ -51,8 +51,8 @@ class ContextStrategy(ABC):
     name: ClassVar[str] = ""
     #: Where its semantics come from (``ctxbench list strategies`` shows it).
     source: ClassVar[str] = ""
-    #: True for a context manager an SDK or API ships (sdk-strategies.md): a config that names no
-    #: strategies runs the research set of strategies.md (`default_names`), not these.
+    #: True for a context manager an SDK or API ships (docs/sdk-strategies.md): a config that names no
+    #: strategies runs the research set of docs/strategies.md (`default_names`), not these.
     sdk: ClassVar[bool] = False
     Params: ClassVar[type[StrategyParams]] = StrategyParams
     #: Extra tools the runtime must expose while this strategy runs (e.g. ``retrieve_payload``).

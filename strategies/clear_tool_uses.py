@@ -44,7 +44,7 @@ Counting: ``token_count_method="model"`` (our default) counts the whole prompt e
 (`Context.prompt_tokens`, system prompt and tool schemas included), which is what the source's
 ``"model"`` method asks the chat model for. The source's own default is ``"approximate"``
 (``count_tokens_approximately``: per LangChain message ``ceil(chars / 4) + 3``, messages only, no
-system prompt or tools); it is offered as a param because users meet it (sdk-strategies.md 2) and it
+system prompt or tools); it is offered as a param because users meet it (docs/sdk-strategies.md 2) and it
 is cheap: `approximate_tokens` computes it on the LangChain messages a window maps to (an assistant
 message is one AIMessage with its text and tool calls; a user message is one ToolMessage per result,
 named after its call, then one HumanMessage with its text, if it has text or no result). Values must

@@ -102,7 +102,7 @@ class Condense(ContextStrategy):
       CannotReduce with the window unchanged; ``removed_count`` counts summarized non-summaries.
     """
 
-    source = 'OpenHands LLMSummarizingCondenser (strategies.md 3.5)'
+    source = 'OpenHands LLMSummarizingCondenser (docs/strategies.md 3.5)'
 
     Params = CondenseParams
     params: CondenseParams

@@ -22,7 +22,7 @@ class DropAll(ContextStrategy):
     CannotReduce, changing nothing, when nothing can be dropped.
     """
 
-    source = 'control: drops every finished tool turn (strategies.md 3.9)'
+    source = 'control: drops every finished tool turn (docs/strategies.md 3.9)'
 
     def apply(self, ctx: Context) -> None:
         new = kept(ctx.messages)

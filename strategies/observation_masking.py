@@ -48,7 +48,7 @@ class ObservationMasking(ContextStrategy):
     - ``unmask`` returns the original of any message this instance masked.
     """
 
-    source = 'Complexity Trap observation masking (strategies.md 3.6)'
+    source = 'Complexity Trap observation masking (docs/strategies.md 3.6)'
 
     Params = ObservationMaskingParams
     params: ObservationMaskingParams

@@ -58,7 +58,7 @@ class OffloadContracts(ContextStrategy):
     - ``reduce`` lowers tokens or raises CannotReduce with the window unchanged.
     """
 
-    source = 'offload behind stubs with typed tool contracts (strategies.md 3.7)'
+    source = 'offload behind stubs with typed tool contracts (docs/strategies.md 3.7)'
 
     Params = OffloadContractsParams
     params: OffloadContractsParams
@@ -89,7 +89,7 @@ class OffloadContracts(ContextStrategy):
     def _stub_if_offloadable(
         self, ctx: Context, b: Block, m: Message, threshold: int | None, skip_retrieves: bool
     ) -> str | None:
-        """The stub that replaces ``b``, or None when ``b`` stays (strategies.md 3.7 conditions)."""
+        """The stub that replaces ``b``, or None when ``b`` stays (docs/strategies.md 3.7 conditions)."""
         if not isinstance(b, ToolResult):
             return None
         c = b.content

@@ -1,4 +1,4 @@
-"""`pipeline` and `hybrid`: strategies composed of stages (strategies.md 3.8)."""
+"""`pipeline` and `hybrid`: strategies composed of stages (docs/strategies.md 3.8)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ class Pipeline(ContextStrategy):
     - ``tools`` is the union of the stages' tools; ``retrieve`` is served by the stage that has it.
     """
 
-    source = 'stages composed in order (strategies.md 3.8)'
+    source = 'stages composed in order (docs/strategies.md 3.8)'
 
     Params: ClassVar[type[StrategyParams]] = PipelineParams
 
@@ -135,7 +135,7 @@ class Hybrid(Pipeline):
     summarizer receives the original tool outputs, never a masking placeholder.
     """
 
-    source = 'Complexity Trap hybrid: masking, then summary (strategies.md 3.8)'
+    source = 'Complexity Trap hybrid: masking, then summary (docs/strategies.md 3.8)'
 
     Params: ClassVar[type[StrategyParams]] = HybridParams
 

@@ -37,7 +37,7 @@ class SlidingWindow(ContextStrategy):
     - ``reduce`` strictly lowers tokens or raises CannotReduce with the window unchanged.
     """
 
-    source = 'strands-agents SlidingWindowConversationManager (strategies.md 3.2)'
+    source = 'strands-agents SlidingWindowConversationManager (docs/strategies.md 3.2)'
 
     Params = SlidingWindowParams
     params: SlidingWindowParams

@@ -1,6 +1,6 @@
 """Pure split-point helpers: where a window may be cut without breaking a tool pair, and which
 messages are protected by pins. Same semantics as strands-agents 1.62's ``context_compression``
-and ``pin_message`` helpers (strategies.md 2), except that "no trim point" is None, not ``len``.
+and ``pin_message`` helpers (docs/strategies.md 2), except that "no trim point" is None, not ``len``.
 
 These look only at which block types are present; tool ids are compared only by `is_pinned`.
 """

@@ -341,7 +341,7 @@ class StrandsManagerStrategy(ContextStrategy):
     (per_turn, proactive compression measured as ``ctx.prompt_tokens / ctx.window_tokens``);
     ``reduce`` -> ``reduce_context``. A summary the manager asks for is one ``ctx.summarize`` call.
 
-    Invariants (the rules of strategies.md 1.4, whatever the manager does):
+    Invariants (the rules of docs/strategies.md 1.4, whatever the manager does):
     - R2: ``reduce`` lowers the tokens or raises CannotReduce with the window unchanged (pins aside).
       A reactive reduce repeats ``reduce_context(e)`` as strands' agent would (`reduce_until_smaller`);
       a manager that raises, changes nothing or leaves as many tokens is a CannotReduce (a summary that
@@ -351,7 +351,7 @@ class StrandsManagerStrategy(ContextStrategy):
       ``removed_message_count``, which strands 1.62 raises before a summary can fail);
     - messages the manager keeps are the window's own objects, so pinned ones are unchanged.
     With SlidingWindowConversationManager (``should_truncate_results=False``) it matches
-    ``sliding_window`` exactly (strategies.md 5); with truncation, ``truncate_then_slide``.
+    ``sliding_window`` exactly (docs/strategies.md 5); with truncation, ``truncate_then_slide``.
     """
 
     source = "strands-agents 1.62.0 ConversationManager (agent/conversation_manager/)"
@@ -475,7 +475,7 @@ def _ctxbench_manager_class() -> type[Any]:
         (tracking id, metadata and blocks ctxbench cannot represent stay), a rewritten one with only
         its changed blocks replaced, a new one (a summary) with a fresh tracking id.
 
-        Hooks, in ctxbench's order (strategies.md 1.2):
+        Hooks, in ctxbench's order (docs/strategies.md 1.2):
         - before each model call (``BeforeModelCallEvent``): ``strategy.apply`` if a turn ended since
           the last apply (ctxbench applies after every turn; strands' apply_management runs only at the
           end of an invocation), then ``strategy.before_call`` (proactive triggers, per_turn, condense);

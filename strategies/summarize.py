@@ -77,7 +77,7 @@ class Summarize(ContextStrategy):
       stays after the summary so that no user message answers it (only possible when M = 0).
     """
 
-    source = 'strands-agents SummarizingConversationManager; Complexity Trap trigger (strategies.md 3.4)'
+    source = 'strands-agents SummarizingConversationManager; Complexity Trap trigger (docs/strategies.md 3.4)'
 
     Params = SummarizeParams
     params: SummarizeParams

@@ -37,7 +37,7 @@ class TruncateThenSlide(SlidingWindow):
     - ``apply`` and ``before_call`` never truncate; ``reduce`` always lowers tokens when it returns.
     """
 
-    source = 'strands-agents sliding window, tool results truncated first (strategies.md 3.3)'
+    source = 'strands-agents sliding window, tool results truncated first (docs/strategies.md 3.3)'
 
     truncates: ClassVar[bool] = True
 

@@ -14,7 +14,7 @@ class Unbounded(ContextStrategy):
     ``reduce`` always raises CannotReduce, caused by the overflow.
     """
 
-    source = 'baseline: no management (strategies.md 3.1)'
+    source = 'baseline: no management (docs/strategies.md 3.1)'
 
     def reduce(self, ctx: Context, overflow: BaseException | None = None) -> None:
         raise CannotReduce("unbounded keeps everything") from overflow

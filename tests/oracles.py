@@ -6,7 +6,7 @@ import math
 
 from strategies.condense import NOTICE
 
-#: strategies.md 1.3: the built-in strategy names, sorted.
+#: docs/strategies.md 1.3: the built-in strategy names, sorted.
 BUILTIN_STRATEGIES = [
     "adk_compaction",
     "claude_code_compact",
@@ -32,7 +32,7 @@ BUILTIN_STRATEGIES = [
 
 
 def clipped_text(text: str, cap: int) -> str:
-    """strategies.md 3.5: a hard reset's copy of ``text`` clipped to ``cap`` chars around NOTICE."""
+    """docs/strategies.md 3.5: a hard reset's copy of ``text`` clipped to ``cap`` chars around NOTICE."""
     if len(text) <= cap:
         return text
     if cap <= len(NOTICE):

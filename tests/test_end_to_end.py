@@ -1,5 +1,5 @@
 """End to end: a few hundred sessions of the default mix, replayed under several strategies, show the
-mechanisms of mock-model.md 11 in the aggregates. Nothing here is tuned; the bounds are the
+mechanisms of docs/model.md 11 in the aggregates. Nothing here is tuned; the bounds are the
 mechanism's direction with room for a sample of this size (run with ``-s`` to see the table).
 """
 

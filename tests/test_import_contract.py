@@ -1,4 +1,4 @@
-"""The layer contract of DESIGN.md ("Which way imports go"), as `make lint` checks it with
+"""The layer contract of docs/design.md ("Which way imports go"), as `make lint` checks it with
 import-linter: the project keeps it, a wrong import breaks it, and no two top-level packages or
 harness layers import each other, directly or through others."""
 
@@ -19,7 +19,7 @@ PACKAGES = ("harness", "strategies", "scenarios", "reports")
 UNITS = ("harness.core", "harness.sim", "harness.run", "harness.cli", "strategies", "scenarios", "reports")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 #: The contracts' names in pyproject.toml.
-LAYERS, REPORTS = "Layers of DESIGN.md", "Reports read run directories only"
+LAYERS, REPORTS = "Layers of docs/design.md", "Reports read run directories only"
 
 
 def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:

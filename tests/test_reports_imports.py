@@ -1,4 +1,4 @@
-"""`reports` reads run directories only (DESIGN.md, "Which way imports go"): importing every reports
+"""`reports` reads run directories only (docs/design.md, "Which way imports go"): importing every reports
 module, and writing a report and a comparison with them, never loads the runtime, the runner, the
 strategies or the scenarios. Checked in a fresh interpreter, where nothing is imported yet. Inside
 `reports`, no module uses another's private names and the modules import each other without a cycle."""

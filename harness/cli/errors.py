@@ -19,7 +19,7 @@ from typing import NoReturn
 
 import harness
 
-#: Exit code of every usage or config error (DESIGN.md, "CLI").
+#: Exit code of every usage or config error (docs/design.md, "CLI").
 USAGE_EXIT = 2
 #: Exit code of an internal error (a bug), shared with "sessions errored": both mean "look at the output".
 BUG_EXIT = 1

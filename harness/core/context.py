@@ -2,7 +2,7 @@
 
 `Context.messages` is a list that keeps ``tokens``, raw-output tokens and per-fact counts up to
 date on every mutation, so no turn ever re-sums the window. Strategies change it only by
-``ctx.messages[:] = new`` or ``ctx.messages[i] = m`` (strategies.md 1.1); the runtime appends.
+``ctx.messages[:] = new`` or ``ctx.messages[i] = m`` (docs/strategies.md 1.1); the runtime appends.
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ class Context:
         self._messages = Window(messages)
         self.window_tokens = window_tokens
         #: Tokens every call sends besides the window's messages (system prompt, tool schemas): what a
-        #: trigger on "the prompt's input tokens" must count (sdk-strategies.md 2). Set by the runtime.
+        #: trigger on "the prompt's input tokens" must count (docs/sdk-strategies.md 2). Set by the runtime.
         self.prompt_overhead = prompt_overhead
         self.removed_count = 0
         self._summarizer = summarizer

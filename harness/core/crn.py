@@ -1,5 +1,5 @@
 """Common random numbers: every draw inside a session is a pure function of (session seed, purpose,
-step, attempt, ...) through blake2b (mock-model.md 8), so two strategies replaying the same session
+step, attempt, ...) through blake2b (docs/model.md 8), so two strategies replaying the same session
 get the same draws wherever their situations coincide. Never ``hash()``, never a global RNG."""
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ Block: TypeAlias = Text | ToolUse | ToolResult
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
     """What an error tool result says. ``structured`` errors are JSON objects under an ``error`` key
-    (contract / engineering / fatal, mock-model.md 3.2); anything else is plain text."""
+    (contract / engineering / fatal, docs/model.md 3.2); anything else is plain text."""
 
     structured: bool
     text: str
@@ -102,7 +102,7 @@ class FactScanner:
     script plants as distractors) occur verbatim in a text.
 
     Fact values are distinctive strings that the generators guarantee never to be substrings of one
-    another or of surrounding text (mock-model.md 1), so a containment test per value is exact. For
+    another or of surrounding text (docs/model.md 1), so a containment test per value is exact. For
     the few dozen facts of a script it runs at C speed and beats a Python-level regex alternation.
     """
 
@@ -336,7 +336,7 @@ def pin(message: Message) -> Message:
 
 
 def as_summary(reply: Message) -> Message:
-    """The summarizer's reply as the window's summary message (strategies.md R9).
+    """The summarizer's reply as the window's summary message (docs/strategies.md R9).
 
     A reply without any Text block is a summarizer failure: it raises ValueError.
     """

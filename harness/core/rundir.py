@@ -1,4 +1,4 @@
-"""The run directory's contract (DESIGN.md, "Run directory"): its file names and the typed
+"""The run directory's contract (docs/design.md, "Run directory"): its file names and the typed
 ``Manifest`` that the store writes and the reports read.
 
 It lives in the core so that both sides share one definition without the reports importing the

@@ -1,4 +1,4 @@
-"""The text format of an offloaded tool output's stub (strategies.md 3.7), rendered and parsed.
+"""The text format of an offloaded tool output's stub (docs/strategies.md 3.7), rendered and parsed.
 
 It lives in the core of the harness so that `harness.core.messages` can compute a handle's
 ``covers`` and preview tokens from the stub text alone, and the offload strategy renders the same

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-#: Tokens added to every message for its role and framing (mock-model.md 1.1: 4 per message, a
+#: Tokens added to every message for its role and framing (docs/model.md 1.1: 4 per message, a
 #: judgment call that matches the per-message overhead OpenAI documents for its chat format).
 MESSAGE_OVERHEAD_TOKENS = 4
 

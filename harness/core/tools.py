@@ -1,5 +1,5 @@
 """The tool catalogue: typed argument contracts, the schemas a model sees, and the error classes
-the runtime reports (mock-model.md 3.2).
+the runtime reports (docs/model.md 3.2).
 
 Each tool has a pydantic model for its arguments (its contract). With contracts on, the runtime
 validates a call against it *before* running the tool and answers a failure with a structured
@@ -41,7 +41,7 @@ Minutes = Annotated[StrictInt, Field(ge=1, le=10_080)]
 Limit = Annotated[StrictInt, Field(ge=1, le=10_000)]
 
 
-#: Lognormal sigma of tool latency around each tool's median (mock-model.md 6.1: 0.5, J). No source
+#: Lognormal sigma of tool latency around each tool's median (docs/model.md 6.1: 0.5, J). No source
 #: gives a spread for ops tools; 0.5 puts p95 at 2.3x the median, a tail that timeouts and the
 #: scripted faults (not this draw) are meant to dominate.
 TOOL_LATENCY_SIGMA = 0.5
@@ -55,7 +55,7 @@ class ToolArgs(BaseModel):
     description: ClassVar[str] = ""
     #: Dangerous calls are blocked by the breaker (a fatal error) when it is on.
     dangerous: ClassVar[bool] = False
-    #: Median simulated tool time in seconds (mock-model.md 6.1; lognormal with `TOOL_LATENCY_SIGMA`).
+    #: Median simulated tool time in seconds (docs/model.md 6.1; lognormal with `TOOL_LATENCY_SIGMA`).
     median_latency_s: ClassVar[float] = 1.0
 
 
@@ -471,7 +471,7 @@ ToolError = ContractError | EngineeringError
 
 
 def cap_output(text: str, cap: int) -> str:
-    """``text`` cut to about ``cap`` characters as real scaffolds cut tool outputs (mock-model.md v2
+    """``text`` cut to about ``cap`` characters as real scaffolds cut tool outputs (docs/model.md v2
     change 3): the head and the tail kept, one marker line with the number of characters cut in the
     middle. Facts in the cut part are no longer in the text. ``cap`` 0 keeps everything; a text within
     the cap is returned as it is (the same object)."""

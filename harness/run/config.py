@@ -30,7 +30,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.toml"
 #: The embedded default of ``ctxbench sweep`` (a link to ``examples/sweep.toml``, like the above).
 DEFAULT_SWEEP = Path(__file__).resolve().parent / "sweep.toml"
 SWITCH_KEYS = ("contracts", "errors", "breaker", "token_budget", "output_cap_chars", "normalize_tool_names")
-#: `pipeline` has no defaults; runs with every strategy use the composition strategies.md 3.7 recommends.
+#: `pipeline` has no defaults; runs with every strategy use the composition docs/strategies.md 3.7 recommends.
 DEFAULT_PIPELINE: dict[str, Any] = {"stages": [{"name": "offload_contracts"}, {"name": "sliding_window"}]}
 
 

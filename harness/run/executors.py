@@ -1,4 +1,4 @@
-"""Executors: where the batches of a run are replayed (DESIGN.md, "Scale"). ``serial`` in this
+"""Executors: where the batches of a run are replayed (docs/design.md, "Scale"). ``serial`` in this
 process, ``process`` on a local process pool, ``dask`` on a Dask distributed cluster. Each yields one
 `BatchResult` per batch in completion order; the store puts them back in plan order.
 

@@ -1,5 +1,5 @@
 """Running a config: plan the batches, replay them on an executor, keep the resume log, and write the
-run directory (DESIGN.md, "Data flow of one run"). `run` is the library form of ``ctxbench run``;
+run directory (docs/design.md, "Data flow of one run"). `run` is the library form of ``ctxbench run``;
 planning is `harness.run.plan`, the executors `harness.run.executors`, the run directory
 `harness.run.store`.
 """

@@ -1,4 +1,4 @@
-"""The store: a run directory on disk (DESIGN.md, "Run directory"). It stamps the resolved config,
+"""The store: a run directory on disk (docs/design.md, "Run directory"). It stamps the resolved config,
 keeps the append-only resume log of parts, turns the parts into the sorted tables and the manifest,
 and merges the shards of one config.
 
@@ -714,7 +714,7 @@ def write_tables(out_dir: Path, config: RunConfig, source: BatchSource, *, batch
 
     The rows stream: one batch at a time, sorted within itself (the source gives the batches in the
     tables' order), queued compressed until a row group of `ROW_GROUP_ROWS` is full. The files are the
-    bytes one ``pq.write_table`` of the whole sorted table wrote (DESIGN.md, "Determinism"): the same
+    bytes one ``pq.write_table`` of the whole sorted table wrote (docs/design.md, "Determinism"): the same
     row groups, each column of a group one array, and the same schema, which for sessions and calls is
     what pandas inferred from all their rows (`_Inferred`)."""
     layouts: list[tuple[str, _Inferred | _Fixed]] = [

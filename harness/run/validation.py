@@ -1,4 +1,4 @@
-"""The validation experiments of mock-model.md 11 (M1-M3, P1-P10) and 12 (the seed article), plus the
+"""The validation experiments of docs/model.md 11 (M1-M3, P1-P10) and 12 (the seed article), plus the
 published anchors "Less Context, Better Agents" and AgentDiet, run for real and written to one directory
 that `reports.validation` turns into ``docs/validation.md``.
 
@@ -62,7 +62,7 @@ RAW_LABEL = {"trap-spec": "raw", "complexity-trap": "raw", "complexity-trap-fron
 LOOP_SHAPE_RUNS = ("controls", "trap-spec", "complexity-trap", "complexity-trap-frontier", "seed-article",
                    "less-context", "agentdiet")
 #: How many of a stuck session's last agent calls its shape is read from: the StuckDetector's window of
-#: 4 repeats or 4 errors (mock-model.md 7).
+#: 4 repeats or 4 errors (docs/model.md 7).
 LAST_CALLS = 4
 #: The loop shapes, in the order the document lists them.
 LOOP_SHAPES = ("fault never clears", "same wrong value re-sent", "new wrong values", "re-fetch loop",
@@ -127,7 +127,7 @@ def controls_config(sizes: ValidationSizes) -> RunConfig:
 
 def trap_spec_config(sizes: ValidationSizes) -> RunConfig:
     """P1-P5 in the spec's setup (section 11: frontier, the default ops mix), caching off as P1 says, and
-    the same three strategies with caching on (P1: "also report", no target). Since mock-model.md v2 this
+    the same three strategies with caching on (P1: "also report", no target). Since docs/model.md v2 this
     is the second setup, reported with no target; the paper's setting is examples/complexity-trap.toml."""
     cached = [s | {"label": f"{s['label']}+cache", "model": "frontier"} for s in TRAP_STRATEGIES]
     return RunConfig.model_validate({
@@ -229,7 +229,7 @@ def _detector(events: list[Event]) -> StuckDetector:
 
 
 def stuck_cases() -> list[dict[str, Any]]:
-    """P9: the OpenHands StuckDetector cases of mock-model.md 11, each with what the rule says and what
+    """P9: the OpenHands StuckDetector cases of docs/model.md 11, each with what the rule says and what
     our detector answers."""
     a = Event.action("kubectl_logs", '{"pod": "pod-q2kx"}', "Step s2: fetch the logs.")
     b = Event.action("kubectl_get", '{"namespace": "shop-k3vq"}', "Step s1: list the pods.")
@@ -356,7 +356,7 @@ def loop_shapes(run_name: str, run_dir: Path, config: RunConfig) -> pd.DataFrame
 
 
 def literal_sources() -> dict[str, dict[str, Any]]:
-    """Each profile's RULER source row (mock-model.md v2 change 1) as the report reads it: the row's name,
+    """Each profile's RULER source row (docs/model.md v2 change 1) as the report reads it: the row's name,
     its lengths and accuracies (%), and the RMSE of the profile's literal fit to it."""
     out: dict[str, dict[str, Any]] = {}
     for name, row_name in LITERAL_SOURCES.items():

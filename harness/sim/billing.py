@@ -1,4 +1,4 @@
-"""Billing of model calls (mock-model.md 6): the prompt cache, simulated model seconds and the cost
+"""Billing of model calls (docs/model.md 6): the prompt cache, simulated model seconds and the cost
 of each call, summed into the session's tally and written as one ``CallRecord`` per call."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["Billing", "ModelCall", "PromptCache"]
 
 
 class PromptCache:
-    """One cache stream (mock-model.md 6.2): the longest unchanged prefix of the previous prompt,
+    """One cache stream (docs/model.md 6.2): the longest unchanged prefix of the previous prompt,
     counted only above the minimum size and within the TTL; every large prompt writes the rest."""
 
     def __init__(self, profile: Profile, system_tokens: int) -> None:

@@ -1,5 +1,5 @@
 """Calibration measured end to end: recall probes through real contexts and the real mock model
-(mock-model.md 11 P6, P7), the M2 filler-and-facts experiment, and the formula curves they are
+(docs/model.md 11 P6, P7), the M2 filler-and-facts experiment, and the formula curves they are
 compared with.
 
 The checks in ``tests/test_calibration.py`` evaluate `Profile.p_recall` directly. The probes here
@@ -8,7 +8,7 @@ one needle fact), call `MockModel.decide` and read its decision trace. So they a
 formula checks take on trust: that the model measures L and x from the messages it is given, and
 that its draws are keyed by step, attempt and key, never by context.
 
-Every probe names the needle fact's look-up kind (mock-model.md v2 change 1): ``literal`` (the value is
+Every probe names the needle fact's look-up kind (docs/model.md v2 change 1): ``literal`` (the value is
 copied from the text, RULER-like) or ``latent`` (found through an association, NoLiMa-like). The model
 uses the curve of that kind, so the same contexts measure both curves.
 """
@@ -35,9 +35,9 @@ from harness.sim.profiles import PROFILE_NAMES, Profile, profile
 from scenarios.base import Call, Fact, Lookup, SessionScript, Step, Task
 
 #: Tokens of the probe's only prefix: the task message stands in for the 2,000-token system prompt,
-#: so the needle can sit near x = 0 (mock-model.md 11: "Probes use a 100-token prefix").
+#: so the needle can sit near x = 0 (docs/model.md 11: "Probes use a 100-token prefix").
 PREFIX_TOKENS = 100
-#: P6 draws the needle's position uniformly from this range (mock-model.md 11).
+#: P6 draws the needle's position uniformly from this range (docs/model.md 11).
 X_RANGE = (0.1, 0.9)
 #: The x points the formula curves average over: as in tests/test_calibration.py.
 X_POINTS: tuple[float, ...] = tuple(X_RANGE[0] + (X_RANGE[1] - X_RANGE[0]) * i / 800 for i in range(801))
@@ -58,7 +58,7 @@ LOOKUPS: tuple[Lookup, ...] = ("latent", "literal")
 NEEDLE_KEY = "bad_pod"
 PRODUCER_STEP = "s1"
 PROBE_STEP = "s2"
-#: The dangerous call the probe step allows (mock-model.md 2.2's shortcut branch): without one, a
+#: The dangerous call the probe step allows (docs/model.md 2.2's shortcut branch): without one, a
 #: lost needle could only become a re-call or a wrong value.
 SHORTCUT = Call(tool="kubectl_delete_namespace", args={"namespace": "checkout"})
 _BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
@@ -284,7 +284,7 @@ def _probe(kit: _ProbeKit, p: Profile, length: int, x: float | None, samples: in
     rows: dict[str, list[Any]] = {c: [] for c in PROBE_COLUMNS}
     for i in range(samples):
         # x and the script seed depend on (seed, i) only, not on the length or profile: sample i of
-        # every length shares its draws, so ratios across lengths are paired (mock-model.md 8).
+        # every length shares its draws, so ratios across lengths are paired (docs/model.md 8).
         want = X_RANGE[0] + (X_RANGE[1] - X_RANGE[0]) * u(kit.seed, "probe_x", "probe", i) if x is None else x
         index = kit.place(filler, want)
         ctx = kit.context(filler.messages, index, window_tokens=p.window_tokens)
@@ -305,7 +305,7 @@ def _probe(kit: _ProbeKit, p: Profile, length: int, x: float | None, samples: in
 
 def probe_recall(profile: Profile, *, length: int, x: float | None, samples: int, seed: int = 0,
                  lookup: Lookup = "latent") -> pd.DataFrame:
-    """Recall of one needle fact of look-up kind ``lookup`` measured through real contexts (mock-model.md
+    """Recall of one needle fact of look-up kind ``lookup`` measured through real contexts (docs/model.md
     11 P6, P7).
 
     Each sample is a `Context` of about ``length`` tokens (within 1%): a 100-token task prefix, filler
@@ -387,7 +387,7 @@ def _observe(kit: _ProbeKit, p: Profile, script_seed: int, ctx: Context) -> _Rec
     entry = kit.needle_entry(model, ctx)
     if not entry["visible"]:
         return _Recall(False, ctx.tokens, math.nan, math.nan, math.nan, str(entry["branch"]), None)
-    # Recompute x, p and u the way mock-model.md 1.1 / 2.1 / 8 define them, independently of the model's
+    # Recompute x, p and u the way docs/model.md 1.1 / 2.1 / 8 define them, independently of the model's
     # code path: the trace must agree with them, and the threshold test uses the unrounded values.
     before = 0
     for m in ctx.messages:
@@ -408,7 +408,7 @@ def _explained_by_draw(r: _Recall) -> bool:
 
 
 def m2_experiment(samples: int, seed: int = 0, *, model_profile: str | Profile = "frontier") -> pd.DataFrame:
-    """mock-model.md 11 M2 on many generated contexts, ``samples`` of each kind.
+    """docs/model.md 11 M2 on many generated contexts, ``samples`` of each kind.
 
     ``shorter_filler``: a context of 16K-128K tokens with the needle at x in [0.1, 0.9]; then the same
     messages with every filler message cut to 10%, 25% or 50% of its lines. Only L (and with it x) may

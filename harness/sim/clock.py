@@ -1,4 +1,4 @@
-"""The simulated clock of one session (mock-model.md 6.1): model time, tool time, back-off sleeps and
+"""The simulated clock of one session (docs/model.md 6.1): model time, tool time, back-off sleeps and
 the overflow round trips of section 5 advance it; nothing sleeps. Wall time is the harness's own,
 measured elsewhere."""
 
@@ -10,7 +10,7 @@ from typing import Literal
 __all__ = ["BUCKETS", "ClockBucket", "SimClock"]
 
 #: What a simulated second was spent on: a model call, a tool (or its validation), a back-off sleep
-#: after throttling, or the round trip of an overflowed call (mock-model.md 5, 6.1).
+#: after throttling, or the round trip of an overflowed call (docs/model.md 5, 6.1).
 ClockBucket = Literal["model", "tool", "backoff", "overflow"]
 BUCKETS: tuple[ClockBucket, ...] = ("model", "tool", "backoff", "overflow")
 

@@ -123,7 +123,7 @@ class EventLog:
     reports each event, every message it appends (`appended`) and every change a hook made (`changed`).
 
     The composition of each agent's window is kept as running totals, so a call costs no pass over the
-    window (DESIGN.md, "Scale"); a change costs a pass at C speed to find the messages that changed.
+    window (docs/design.md, "Scale"); a change costs a pass at C speed to find the messages that changed.
     """
 
     __slots__ = ("_call", "_dropped", "_key", "_totals", "rows", "turn")

@@ -1,7 +1,7 @@
 """The replay kernel: one session script under one context strategy against the mock model, on a
-simulated clock, recording every call and the session (DESIGN.md, "One session replay").
+simulated clock, recording every call and the session (docs/design.md, "One session replay").
 
-The loop lives here and reads like mock-model.md 2.3: stop checks, the strategy's proactive step,
+The loop lives here and reads like docs/model.md 2.3: stop checks, the strategy's proactive step,
 fitting the window (section 5), admission past throttling, the model's decision, billing, and the
 reply's consequence (a final answer, prose, or a tool call played by `ToolPlayer`). Billing and the
 prompt cache are `harness.sim.billing`, throttling `harness.sim.throttling`, time `harness.sim.clock`.
@@ -135,7 +135,7 @@ class Replay:
             self.meter.tokenizer.count(self.loaded.text) if self.loaded.text else 0)
         self.model = MockModel(script, profile, system_tokens=self.system_tokens, tokenizer=self.meter.tokenizer)
         durable = {key for key, fact in script.facts.items() if fact.durable}
-        # The model reads the block: a durable fact's line there counts as known (mock-model.md, memory).
+        # The model reads the block: a durable fact's line there counts as known (docs/model.md, memory).
         self.model.memory = {k: v for k, v in self.loaded.facts.items() if k in durable}
         self.memory_used: set[str] = set()
         self.stale_memory_used = False
@@ -344,7 +344,7 @@ class Replay:
         replayer.model.dead_stubs = {id(m): m for m in dead.values()}
         return replayer
 
-    # One turn (mock-model.md 2.3) ---------------------------------------------------------------------
+    # One turn (docs/model.md 2.3) ---------------------------------------------------------------------
     def _turn(self, agent: AgentState) -> bool:
         """One agent turn; True when it gave the final answer."""
         if self.log is not None:
@@ -381,7 +381,7 @@ class Replay:
 
     def _check_stop(self, agent: AgentState) -> None:
         """End the session at the turn limit, when stuck, or past the attempts per step; nudge the
-        agent when the detector says so (mock-model.md 7)."""
+        agent when the detector says so (docs/model.md 7)."""
         pointer = agent.pointer
         if self.tally.turns >= self.profile.max_turns:
             raise SessionEnded("max_turns")
@@ -399,7 +399,7 @@ class Replay:
             raise SessionEnded("step_failed")
 
     def _fit(self, agent: AgentState) -> int:
-        """Reduce until the prompt and the output reserve fit the window (mock-model.md 5): each
+        """Reduce until the prompt and the output reserve fit the window (docs/model.md 5): each
         overflow costs a round trip on the clock; a strategy that cannot reduce ends the session.
         Returns the prompt's tokens."""
         p = self.profile

@@ -1,5 +1,5 @@
 """Loop detection over the session's event log: the OpenHands SDK StuckDetector rules
-(mock-model.md 7). It reads what happened (actions, observations, errors, messages), never the
+(docs/model.md 7). It reads what happened (actions, observations, errors, messages), never the
 model's context, and runs before every agent turn."""
 
 from __future__ import annotations

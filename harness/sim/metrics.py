@@ -1,5 +1,5 @@
 """Per-call and per-session records: the rows of ``calls.parquet`` and ``sessions.parquet``
-(DESIGN.md, "sessions.parquet columns"). Plain frozen values, cheap to build on the hot path."""
+(docs/design.md, "sessions.parquet columns"). Plain frozen values, cheap to build on the hot path."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class CallRecord:
     clock_s: float
     cost_usd: float
     #: Tokens the strategy's compactions took out of this agent's window since its previous call
-    #: (sdk-strategies.md 3: the report's histogram of tokens freed).
+    #: (docs/sdk-strategies.md 3: the report's histogram of tokens freed).
     tokens_freed: int
     #: The decision trace: for each needed key, whether it was visible, x, p, u and the branch.
     trace: str
@@ -58,7 +58,7 @@ class CallRecord:
 
 
 #: A compaction this many turns or fewer after the agent's previous one counts as thrash
-#: (sdk-strategies.md 3).
+#: (docs/sdk-strategies.md 3).
 THRASH_TURNS = 3
 
 

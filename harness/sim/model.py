@@ -1,4 +1,4 @@
-"""The calibrated mock model (mock-model.md 2-4): an ideal agent with noise that acts only on what
+"""The calibrated mock model (docs/model.md 2-4): an ideal agent with noise that acts only on what
 is really visible in the context it is given.
 
 Code-review rule of the spec: the policy reads the context, the current scripted step, the
@@ -26,7 +26,7 @@ from scenarios.base import LITERAL_PREFIX, SessionScript, Step
 from scenarios.draws import BASE32
 
 MalformedKind = Literal["missing_field", "wrong_type", "invalid_json", "text_only", "name_variant"]
-#: Shares of malformed-call kinds (J, mock-model.md 3.1).
+#: Shares of malformed-call kinds (J, docs/model.md 3.1).
 MALFORMED_SHARES: tuple[tuple[MalformedKind, float], ...] = (
     ("missing_field", 0.45), ("wrong_type", 0.30), ("invalid_json", 0.15), ("text_only", 0.10),
 )
@@ -132,9 +132,9 @@ def name_variant(tool: str, *, mixed_conventions: bool) -> str | None:
 
 
 class MockModel:
-    """The policy of mock-model.md 2 and the summarizer of section 4, for one session.
+    """The policy of docs/model.md 2 and the summarizer of section 4, for one session.
 
-    Malformed calls (mock-model.md 3.1) come in the spec's four kinds and a fifth, ``name_variant``:
+    Malformed calls (docs/model.md 3.1) come in the spec's four kinds and a fifth, ``name_variant``:
     the call is well formed but names the tool with ``-`` and ``_`` swapped. It is drawn, with the
     (J) share `NAME_VARIANT_SHARE`, only for a tool whose name has a variant (`name_variant`); the
     tool list the model reads that from is part of its system prompt.
@@ -235,9 +235,9 @@ class MockModel:
             self._thoughts[key] = text
         return text
 
-    # Resolving facts (mock-model.md 2.2) ---------------------------------------------------------------
+    # Resolving facts (docs/model.md 2.2) ---------------------------------------------------------------
     def banned(self, ctx: Context, step_id: str) -> set[str]:
-        """Values this step may not send again (mock-model.md 2.2, v2 change 2): a value one of its calls
+        """Values this step may not send again (docs/model.md 2.2, v2 change 2): a value one of its calls
         sent for a fact argument that the visible error result of that call names verbatim, whether the
         error is plain text ("pod 'api-7f9c' not found") or structured; and, from a structured error,
         the value sent for the ``bad_arg`` it names. After a followed nudge, also the values of the
@@ -289,7 +289,7 @@ class MockModel:
             n += 1
 
     def _recall(self, ctx: Context, key: str, L: int, step_id: str, attempt: int) -> tuple[bool, dict[str, Any]]:
-        """The recall draw of a visible key (mock-model.md 2.1, v2 change 1): ``p_recall(L, x)`` of the
+        """The recall draw of a visible key (docs/model.md 2.1, v2 change 1): ``p_recall(L, x)`` of the
         key's look-up kind at the middle ``x`` of the newest message holding it, against
         ``u("recall", step, attempt, key)``. Returns whether it was recalled and the trace fields."""
         holder = self._newest_holder(ctx, key)
@@ -350,7 +350,7 @@ class MockModel:
         trace.append(entry)
         return _Resolution(value=self._wrong_value(ctx, s, key), branch="wrong")
 
-    # The turn (mock-model.md 2.3) --------------------------------------------------------------------
+    # The turn (docs/model.md 2.3) --------------------------------------------------------------------
     def decide(self, ctx: Context, pointer: Pointer) -> Decision:
         s, a = pointer.step_id, pointer.attempt
         step = pointer.step
@@ -505,7 +505,7 @@ class MockModel:
             trace.append(entry)
         return values, trace
 
-    # Summaries (mock-model.md 4) ---------------------------------------------------------------------------
+    # Summaries (docs/model.md 4) ---------------------------------------------------------------------------
     def summary_text(self, messages: Sequence[Message], at_step: str, n: int, tokens_in: int) -> tuple[str, list[str]]:
         """The summary a summarizer call writes, and the keys it kept."""
         count = self._count

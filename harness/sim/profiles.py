@@ -1,4 +1,4 @@
-"""Model profiles: the calibrated parameters of the mock model (mock-model.md 9), with sources.
+"""Model profiles: the calibrated parameters of the mock model (docs/model.md 9), with sources.
 
 Anchor classes (a judgment call): frontier ~ Claude Sonnet 4.5; mid ~ GPT-4o / GPT-4.1; small ~
 GPT-5 mini / flash class; stress-2023 ~ a GPT-3.5-era worst case. ``oracle`` is for tests: perfect
@@ -37,7 +37,7 @@ SecondsPerToken = Field(ge=0, le=1)
 
 
 class Profile(BaseModel):
-    """One model's behaviour. Every field has a source or is marked (J) in mock-model.md 9.
+    """One model's behaviour. Every field has a source or is marked (J) in docs/model.md 9.
 
     Numbers are strict (``"2"`` or ``true`` is not 2) and finite (inf only where it means "no decay"),
     and each has an upper bound no real model reaches, so no value a user may write overflows the
@@ -51,7 +51,7 @@ class Profile(BaseModel):
     window_tokens: int = Field(ge=1024, le=MAX_TOKENS)
     #: Recall of a visible fact at short length (NoLiMa base scores: GPT-4o 99.3, GPT-4o-mini 84.9).
     p_max: float = Probability
-    #: Length decay r(L) = 1 / (1 + (L / L_half)^k) of a latent look-up (mock-model.md v2 change 1):
+    #: Length decay r(L) = 1 / (1 + (L / L_half)^k) of a latent look-up (docs/model.md v2 change 1):
     #: fitted to Context Rot / NoLiMa, whose needles never match the question literally.
     L_half: float = HalfLength
     k: float = Exponent
@@ -137,7 +137,7 @@ class Profile(BaseModel):
             raise ValueError("Input should be a number of tokens or inf (no decay), not nan")
         return value
 
-    # The curves of mock-model.md 2.1 --------------------------------------------------------------
+    # The curves of docs/model.md 2.1 --------------------------------------------------------------
     def length_factor(self, tokens: float, lookup: Lookup = "latent") -> float:
         """r(L) of the look-up kind's curve."""
         L_half, k = self.L_half, self.k
@@ -163,7 +163,7 @@ class Profile(BaseModel):
 
     def p_keep(self, tokens_in: float, lookup: Lookup = "latent") -> float:
         """Probability a summary keeps a visible fact: keep_max * r_sum(N_in) with the curve of the
-        fact's look-up kind (mock-model.md 4 and v2 change 1)."""
+        fact's look-up kind (docs/model.md 4 and v2 change 1)."""
         return self.keep_max * self.length_factor(tokens_in, lookup)
 
     def p_malformed(self, tokens: float, noise: float) -> float:
@@ -195,7 +195,7 @@ RULER_ROWS: dict[str, tuple[float, ...]] = {
     "Llama-3.1-8B-Instruct": (95.5, 93.8, 91.6, 87.4, 84.7, 77.0),
     "Mistral-7B-Instruct-v0.2": (93.6, 91.2, 87.2, 75.4, 49.0, 13.8),
 }
-#: The RULER row each profile's literal curve is fitted to (mock-model.md v2 change 1). frontier: the
+#: The RULER row each profile's literal curve is fitted to (docs/model.md v2 change 1). frontier: the
 #: best 128K row that RULER's authors ran themselves (Gemini-1.5-pro, 94.4; Jamba-1.5-large's 95.1 is
 #: reported by its own authors). Its row barely decays, so the fit ends at the search bound of
 #: L_half = 1e9 tokens: no decay measurable within any window.

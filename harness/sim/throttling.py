@@ -1,4 +1,4 @@
-"""Throttling of model calls (mock-model.md 5) and the retry policy that answers it.
+"""Throttling of model calls (docs/model.md 5) and the retry policy that answers it.
 
 A call is throttled by the profile's ``p_throttle`` draw or by its ``rpm`` / ``tpm`` limits over the
 last simulated minute; the policy then backs off on the simulated clock and tries again, as strands'

@@ -1,4 +1,4 @@
-"""The tool player: what a tool call comes to in a session replay (mock-model.md 3, 6.1).
+"""The tool player: what a tool call comes to in a session replay (docs/model.md 3, 6.1).
 
 It knows the script's truth. It checks a call against its tool's contract (refused before the tool
 when the ``contracts`` switch is on, crashing the tool otherwise), blocks dangerous actions under the
@@ -44,11 +44,11 @@ from scenarios.base import Step
 
 __all__ = ["CONTRACT_RETRIES", "HTTP_404_S", "TIMEOUT_RETRIES", "VALIDATION_S", "ToolOutcome", "ToolPlayer"]
 
-#: Reflective retries allowed after a contract error (mock-model.md 3.2).
+#: Reflective retries allowed after a contract error (docs/model.md 3.2).
 CONTRACT_RETRIES = 2
 #: Retries the runtime allows on a timeout before it reports it as not retryable.
 TIMEOUT_RETRIES = 2
-#: Simulated seconds of a 404 and of contract validation (J, mock-model.md 6.1).
+#: Simulated seconds of a 404 and of contract validation (J, docs/model.md 6.1).
 HTTP_404_S = 0.3
 VALIDATION_S = 0.01
 

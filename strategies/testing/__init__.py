@@ -2,7 +2,7 @@
 
 Check your own context manager (any class with ``on_append``, ``apply``, ``before_call`` and
 ``reduce(ctx, overflow)``; it need not subclass `strategies.ContextStrategy`) against the invariants
-G1-G8 of strategies.md 4::
+G1-G8 of docs/strategies.md 4::
 
     from hypothesis import given
     from strategies.testing import check_invariants, histories

@@ -2,7 +2,7 @@
 
 `FakeSummarizer` stands in for the model call behind `Context.summarize`: it answers ``"SUMMARY <n>"``
 for its n-th call (or a fixed text), records what it was given, and can be told to fail, to answer
-without text (a failure by R9 of strategies.md) or to answer with a text far larger than any window,
+without text (a failure by R9 of docs/strategies.md) or to answer with a text far larger than any window,
 so that a strategy's failure paths are exercised as often as its happy path.
 """
 

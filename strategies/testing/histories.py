@@ -1,4 +1,4 @@
-"""Hypothesis strategies that build agent conversations (strategies.md 4, "Generators").
+"""Hypothesis strategies that build agent conversations (docs/strategies.md 4, "Generators").
 
 `histories()` draws well-formed windows W(L): a task message, turns of an assistant message
 (optional Text, 1-3 ToolUse with unique ids) followed by a user message with the matching results
@@ -171,7 +171,7 @@ def histories(
     open_end: bool = True,
     ids: Ids | None = None,
 ) -> list[Message]:
-    """A well-formed window W(L) (strategies.md 1.5) of ``min_turns`` to ``max_turns`` tool turns.
+    """A well-formed window W(L) (docs/strategies.md 1.5) of ``min_turns`` to ``max_turns`` tool turns.
 
     ``pinned`` lets messages be flagged ``pinned``; ``open_end`` lets the history end with an
     assistant message whose calls nothing answers yet; ``ids`` gives the tool ids (default ``t1``,

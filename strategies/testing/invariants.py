@@ -1,4 +1,4 @@
-"""One call that checks the invariants G1-G8 of strategies.md 4 for any context strategy.
+"""One call that checks the invariants G1-G8 of docs/strategies.md 4 for any context strategy.
 
 `check_invariants(strategy, history)` runs every hook of a strategy (``on_append``, ``apply``,
 ``before_call``, ``reduce`` and a reactive ``reduce``) on a fresh instance and a fresh `Context` over
@@ -71,7 +71,7 @@ Summarizer = Callable[[list[Message]], Message]
 
 @runtime_checkable
 class StrategyLike(Protocol):
-    """The hooks the runtime calls (strategies.md 1.2). Any object with them can be checked."""
+    """The hooks the runtime calls (docs/strategies.md 1.2). Any object with them can be checked."""
 
     def on_append(self, ctx: Context, msg: Message) -> Message:
         """Return the message to append in place of ``msg``. Never raises."""
@@ -207,7 +207,7 @@ def check_invariants(
     idle: Collection[Hook] = (),
     repeated_reduce: bool = True,
 ) -> None:
-    """Check G1-G8 of strategies.md 4 for every hook of ``strategy`` on ``history``.
+    """Check G1-G8 of docs/strategies.md 4 for every hook of ``strategy`` on ``history``.
 
     ``strategy``: a class, a zero-argument factory or an instance (deep-copied for each run) with the
     hooks of `StrategyLike`. ``history``: the window before the hook; G1 is checked only when it is

@@ -17,7 +17,7 @@ from strategies.clear_tool_uses import LANGCHAIN_PLACEHOLDER
 from strategies.pipeline import COMPOSITES
 from strategies.testing.histories import TOOL_NAMES
 
-#: summary_ratio values, clamped ones included (strategies.md 3.4 clamps to [0.1, 0.8]).
+#: summary_ratio values, clamped ones included (docs/strategies.md 3.4 clamps to [0.1, 0.8]).
 RATIOS = st.one_of(st.floats(0.0, 1.0), st.sampled_from((-3.0, 0.05, 0.1, 0.8, 0.95, 5.0)))
 #: pin_first values (None means 0).
 PIN_FIRST = st.sampled_from((0, 0, 1, 2, 3, None))

@@ -1,4 +1,4 @@
-"""What a strategy may put in place of a message it keeps (invariants G3 and G4 of strategies.md 4).
+"""What a strategy may put in place of a message it keeps (invariants G3 and G4 of docs/strategies.md 4).
 
 A window after a hook may hold only: messages of the window before; new summaries (text only,
 ``kind="summary"``); and rewrites of earlier messages that keep the role, the non-result blocks,

@@ -1,4 +1,4 @@
-"""Predicates on a window and a compact way to print one (strategies.md 1.5).
+"""Predicates on a window and a compact way to print one (docs/strategies.md 1.5).
 
 `well_formed` is W(L): every tool result answers a call of the assistant message just before it,
 every call but the last message's is answered by the next message, and tool ids are unique.
@@ -35,7 +35,7 @@ def ids_unique(window: Sequence[Message]) -> bool:
 
 
 def well_formed(window: Sequence[Message]) -> bool:
-    """W(L) of strategies.md 1.5."""
+    """W(L) of docs/strategies.md 1.5."""
     return not violations(window) and ids_unique(window)
 
 

@@ -1,5 +1,5 @@
 """Speed of whole session replays (harness.sim.kernel) with pytest-benchmark: the cost of a session grows
-linearly with its turns (DESIGN.md, "Scale": running totals, never a rescan of the context per turn).
+linearly with its turns (docs/design.md, "Scale": running totals, never a rescan of the context per turn).
 
 Each strategy replays one k8s_crashloop script of N tool steps and one of 2N under the oracle profile
 (unlimited window, so no overflow ends a session early), and the ratio of the two replay times,

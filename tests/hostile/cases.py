@@ -397,7 +397,7 @@ STRATEGY_PARAMS: dict[str, dict[str, str]] = {
     "offload_contracts": {"offload_threshold_bytes": INT, "preview_chars": INT, "retrieve_chars": INT},
     "hybrid": {"mask_turns": INT, "summary_turns": INT, "keep_turns": INT, "pin_first": INT, "summary_ratio": RATIO,
                "preserve_recent_messages": INT, "threshold": UNIT},
-    # The SDK managers (sdk-strategies.md); clear_tool_uses takes its numbers inside tables ({type, value}).
+    # The SDK managers (docs/sdk-strategies.md); clear_tool_uses takes its numbers inside tables ({type, value}).
     "langchain_clear_tool_uses": {"trigger": INT, "clear_at_least": INT, "keep": INT},
     "langchain_summarization": {"trim_tokens_to_summarize": INT},
     "strands_context_offloader": {"max_result_tokens": INT, "preview_tokens": INT, "evict_after_cycles": INT},

@@ -1,5 +1,5 @@
 """The hostile-input suite: every row of `tests.hostile.cases.CASES` run in-process through
-``harness.cli.main``, as a careless or unlucky user would (DESIGN.md, "CLI": exit 2 is a usage error,
+``harness.cli.main``, as a careless or unlucky user would (docs/design.md, "CLI": exit 2 is a usage error,
 one line on stderr naming what is wrong, no traceback; a failed command writes nothing).
 
 A failing case says what went wrong with a tag at the start of each problem, so the failures can be

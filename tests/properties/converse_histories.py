@@ -1,4 +1,4 @@
-"""Hypothesis strategies for Converse-dict histories in the strands parity domain (strategies.md 5).
+"""Hypothesis strategies for Converse-dict histories in the strands parity domain (docs/strategies.md 5).
 
 The parity domain: roles user/assistant; only ``text``, ``toolUse`` and ``toolResult`` blocks; each
 toolResult holds exactly one ``{"text": ...}`` item and a status of ``success`` or ``error``; tool
@@ -71,7 +71,7 @@ def _pins(draw: st.DrawFn, messages: list[Converse], allow_pins: bool) -> list[C
 def well_formed_histories(
     draw: st.DrawFn, *, max_turns: int = 8, allow_pins: bool = True, id_prefix: str = "tu"
 ) -> list[Converse]:
-    """A task, then tool turns and text exchanges; W(L) of strategies.md 1.5 holds."""
+    """A task, then tool turns and text exchanges; W(L) of docs/strategies.md 1.5 holds."""
     counter = 0
 
     def fresh_id() -> str:

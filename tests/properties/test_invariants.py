@@ -1,4 +1,4 @@
-"""G1-G8 of strategies.md 4 for every registered strategy: each example runs every hook of one
+"""G1-G8 of docs/strategies.md 4 for every registered strategy: each example runs every hook of one
 strategy, with generated params, window, fake and window size, through the property-test kit's
 `check_case` (`strategies.testing.check_invariants`)."""
 

@@ -279,7 +279,7 @@ def test_approximate_tokens_is_count_tokens_approximately(history: list[Message]
 
 def test_difference_default_counting_is_the_whole_prompt() -> None:
     """LangChain counts approximately, messages only, by default; ours counts the whole prompt exactly
-    (sdk-strategies.md 2). The other method is one param away."""
+    (docs/sdk-strategies.md 2). The other method is one param away."""
     assert ContextEditingMiddleware().token_count_method == "approximate"
     assert create("langchain_clear_tool_uses").params.token_count_method == "model"  # type: ignore[attr-defined]
     assert create("langchain_clear_tool_uses", token_count_method="approximate") is not None

@@ -1,4 +1,4 @@
-"""Differential tests against strands-agents 1.62.0's conversation managers (strategies.md 5).
+"""Differential tests against strands-agents 1.62.0's conversation managers (docs/strategies.md 5).
 
 Both sides get the same Converse input. strands runs offline through the light driver: a stand-in
 agent ``StandInAgent(messages=..., aux_model=FakeAux())`` (from strategies.strands_bridge, like the other
@@ -160,7 +160,7 @@ def check_outcome(
     before_view: list[Converse],
     before_count: int,
 ) -> None:
-    """The outcome map of strategies.md 5."""
+    """The outcome map of docs/strategies.md 5."""
     note(f"ours={ours}, theirs={theirs}")
     event(f"strands {theirs.kind}")
     if theirs.kind == "reduced":

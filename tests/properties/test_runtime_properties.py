@@ -1,5 +1,5 @@
 """Properties of whole replays (harness.sim.kernel): every SessionRecord agrees with its own CallRecords
-and with the rules of mock-model.md 3, 7 and 10, and a replay is a pure function of its inputs.
+and with the rules of docs/model.md 3, 7 and 10, and a replay is a pure function of its inputs.
 
 Counting rules derived from ``harness.sim.kernel.Replay._turn`` and ``harness.sim.tool_player`` (bounds below):
 
@@ -38,7 +38,7 @@ from harness.sim.profiles import profile
 from scenarios.base import SessionScript
 from strategies.base import ContextStrategy
 
-#: The outcome column of DESIGN.md ("sessions.parquet columns"), spelled out here on purpose.
+#: The outcome column of docs/design.md ("sessions.parquet columns"), spelled out here on purpose.
 DESIGN_OUTCOMES = frozenset({
     "success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
     "step_failed", "max_turns", "error",
@@ -117,7 +117,7 @@ def check_record(case: dict[str, Any], result: SessionResult) -> None:
     expected = Switches(**{k: v for k, v in case["overrides"].items() if v is not None})
     assert (rec.contracts, rec.errors, rec.breaker) == (expected.contracts, expected.errors, expected.breaker)
 
-    # Compactions (sdk-strategies.md 3): each freed tokens, a thrash is a compaction after another, an
+    # Compactions (docs/sdk-strategies.md 3): each freed tokens, a thrash is a compaction after another, an
     # edit breaks the cache at most once per call, and the calls carry what was freed before them (all of
     # it but what a session ended before sending).
     assert (rec.compactions == 0) == (rec.tokens_freed == 0)
@@ -137,7 +137,7 @@ def check_record(case: dict[str, Any], result: SessionResult) -> None:
     if not script.agents:
         assert kinds.count("handoff") == 0 and rec.agents == 1
 
-    # Syntax errors (mock-model.md 3.1, 3.2; P10).
+    # Syntax errors (docs/model.md 3.1, 3.2; P10).
     counted = counted_calls(rec, calls)
     text_replies = sum(c.action == "text" for c in counted)
     finals = sum(c.action == "final" for c in counted)
@@ -157,7 +157,7 @@ def check_record(case: dict[str, Any], result: SessionResult) -> None:
     else:
         assert rec.syntax_errors_reaching_tool == rec.tool_syntax_errors - text_replies
 
-    # Tokens and cost: the session totals are the sums over its calls (mock-model.md 6).
+    # Tokens and cost: the session totals are the sums over its calls (docs/model.md 6).
     assert rec.input_tokens == sum(c.input_tokens for c in calls)
     assert rec.output_tokens == sum(c.output_tokens for c in calls)
     assert rec.cached_input_tokens == sum(c.cached_input_tokens for c in calls)
@@ -168,7 +168,7 @@ def check_record(case: dict[str, Any], result: SessionResult) -> None:
     assert rec.summary_cost_usd <= rec.cost_usd + 1e-12
     for c in calls:
         assert 0 <= c.cached_input_tokens <= c.input_tokens
-        # One breakpoint at the end of every cacheable prompt: W = L - C (mock-model.md 6.2).
+        # One breakpoint at the end of every cacheable prompt: W = L - C (docs/model.md 6.2).
         assert c.cached_input_tokens + c.cache_write_tokens in (0, c.input_tokens)
         if prof.cache_min_tokens is None:
             assert c.cached_input_tokens == c.cache_write_tokens == 0
@@ -185,7 +185,7 @@ def check_record(case: dict[str, Any], result: SessionResult) -> None:
         assert rec.context_tokens_mean == pytest.approx(sum(prompts) / len(prompts), abs=1e-3)
     assert rec.context_tokens_peak >= rec.context_tokens_mean
 
-    # The simulated clock (mock-model.md 5, 6.1): calls, tools, back-off and overflow retries.
+    # The simulated clock (docs/model.md 5, 6.1): calls, tools, back-off and overflow retries.
     model_s = sum(c.model_s for c in calls)
     slack = ROUNDING * (len(calls) + 4)
     assert rec.latency_s + slack >= rec.tool_s + rec.backoff_s
@@ -198,7 +198,7 @@ def check_record(case: dict[str, Any], result: SessionResult) -> None:
     if clocks:
         assert clocks[-1] <= rec.latency_s + ROUNDING
 
-    # Loops (mock-model.md 7, P10).
+    # Loops (docs/model.md 7, P10).
     assert rec.loop_detected == (rec.outcome == "stuck")
     assert (rec.loop_rule in LOOP_RULES) if rec.outcome == "stuck" else rec.loop_rule == ""
     if rec.contracts and rec.outcome == "stuck":

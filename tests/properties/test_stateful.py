@@ -1,4 +1,4 @@
-"""Long interleavings of the runtime's hooks (strategies.md 1.2), one state machine per strategy.
+"""Long interleavings of the runtime's hooks (docs/strategies.md 1.2), one state machine per strategy.
 
 Each machine appends new turns through ``on_append`` as the runtime does, and calls ``apply``,
 ``before_call`` and ``reduce`` in any order; after every step it checks G1 (W(window)), G5

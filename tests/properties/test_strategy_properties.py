@@ -1,4 +1,4 @@
-"""Per-strategy properties of strategies.md 4 ("Per strategy")."""
+"""Per-strategy properties of docs/strategies.md 4 ("Per strategy")."""
 
 from __future__ import annotations
 

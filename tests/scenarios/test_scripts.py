@@ -1,4 +1,4 @@
-"""Generator rules of mock-model.md 1, checked on the scripts of every registered family.
+"""Generator rules of docs/model.md 1, checked on the scripts of every registered family.
 
 Every generic test is parametrized over `scenarios.names()`, so a newly registered family is
 covered without touching this file. Scripts are generated once per family (a module-scoped
@@ -42,7 +42,7 @@ SEEDS_OVERRIDE = {"log_triage": 50}
 BOUND_SEEDS = 4
 MAX_TURNS = 250
 
-#: Default session length (mock-model.md 2.3 limits; builder's default mix, median 60). With 100
+#: Default session length (docs/model.md 2.3 limits; builder's default mix, median 60). With 100
 #: seeds the sample median of a lognormal with sigma 0.55 has a standard error of about 7% (4
 #: calls), so [48, 75] is about 3 standard errors either side of 60.
 TURNS_MEDIAN_RANGE = (48, 75)
@@ -153,7 +153,7 @@ def concrete_args(script: SessionScript, step: Step) -> dict[str, Any]:
 def shape(value: str) -> tuple[str, int, frozenset[str]]:
     """A value's shape: its last separator ('-' or '_'), the length of the random suffix after it,
     and the separators it uses. A decoy ``word-yyyy`` of ``word-xxxx`` has the same shape; so do
-    "other pods, other trace ids" (mock-model.md 1) that differ before the suffix: pod names
+    "other pods, other trace ids" (docs/model.md 1) that differ before the suffix: pod names
     ``<deployment>-<hash>-<suffix>`` with another replica-set hash, or SQL identifiers
     ``<name>_xxxx`` naming another table or column."""
     separators = re.findall(r"[-_]", value)
@@ -334,7 +334,7 @@ def test_decoys_share_their_facts_shape(family: str, all_scripts: list[SessionSc
 
 def test_decoys_appear_in_some_payload(family: str, all_scripts: list[SessionScript],
                                        request: pytest.FixtureRequest) -> None:
-    """Decoys are wrong values placed in payloads (mock-model.md 1): a decoy no payload holds can
+    """Decoys are wrong values placed in payloads (docs/model.md 1): a decoy no payload holds can
     never distract the agent."""
     missing = []
     for script in all_scripts:

@@ -1,6 +1,6 @@
 """adk_compaction: params as EventsCompactionConfig validates them, the docs' and the source's
 examples of the sliding window, the token threshold (its boundary, its lagging measure, retention,
-the rolling summary), the view, failures, and the invariants of sdk-strategies.md 3."""
+the rolling summary), the view, failures, and the invariants of docs/sdk-strategies.md 3."""
 
 from __future__ import annotations
 
@@ -275,7 +275,7 @@ def test_a_pinned_message_is_not_summarized_and_stays() -> None:
     assert all(m is not task for m in s.fake.calls[0])
 
 
-# Properties (strategies.md G1, G2, G5, G6; sdk-strategies.md 3) ------------------------------------------
+# Properties (docs/strategies.md G1, G2, G5, G6; docs/sdk-strategies.md 3) ------------------------------------------
 
 
 def result_contents(window: list[Message]) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """claude_code_compact: the documented behaviour written out as tests (there is no installable
 reference): the threshold and its boundary, the newest 5 results kept, the two stages, the thrash
-and failure stops, reduce, pins, and the invariants of sdk-strategies.md 3."""
+and failure stops, reduce, pins, and the invariants of docs/sdk-strategies.md 3."""
 
 from __future__ import annotations
 
@@ -237,7 +237,7 @@ def test_apply_does_nothing() -> None:
     assert list(ctx.messages) == window
 
 
-# Properties (strategies.md G1, G2, G5, G6; sdk-strategies.md 3) ------------------------------------------
+# Properties (docs/strategies.md G1, G2, G5, G6; docs/sdk-strategies.md 3) ------------------------------------------
 
 
 def claude_code_params() -> st.SearchStrategy[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """clear_tool_uses (Anthropic context editing) and langchain_clear_tool_uses (LangChain's
 ContextEditingMiddleware): the documented examples, the boundaries, the rejected params, and the
-section-3 invariants of sdk-strategies.md on replayed sessions.
+section-3 invariants of docs/sdk-strategies.md on replayed sessions.
 
 Anthropic's editing runs on its server, so nothing can be run against it: every example of
 https://platform.claude.com/docs/en/build-with-claude/context-editing that configures

@@ -1,4 +1,4 @@
-"""condense: params, normal condensation, hard reset caps and NOTICE clipping, hooks (strategies.md 3.5)."""
+"""condense: params, normal condensation, hard reset caps and NOTICE clipping, hooks (docs/strategies.md 3.5)."""
 
 from __future__ import annotations
 

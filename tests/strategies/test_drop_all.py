@@ -1,4 +1,4 @@
-"""drop_all: keep pinned, task and the last turn (strategies.md 3.9)."""
+"""drop_all: keep pinned, task and the last turn (docs/strategies.md 3.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""hybrid: observation masking plus the summarize turn trigger (strategies.md 3.8)."""
+"""hybrid: observation masking plus the summarize turn trigger (docs/strategies.md 3.8)."""
 
 from __future__ import annotations
 

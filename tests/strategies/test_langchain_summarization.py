@@ -1,6 +1,6 @@
 """langchain_summarization: LangChain v1's SummarizationMiddleware (langchain 1.5.2), from its source:
 trigger forms and boundaries, keep, the tool-pair cut, the summary message, trimming for the
-summarizer, failures, and the section-3 invariants of sdk-strategies.md."""
+summarizer, failures, and the section-3 invariants of docs/sdk-strategies.md."""
 
 from __future__ import annotations
 

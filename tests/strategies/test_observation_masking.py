@@ -1,4 +1,4 @@
-"""observation_masking: the placeholder, the cut, what is never masked, and unmask (strategies.md 3.6)."""
+"""observation_masking: the placeholder, the cut, what is never masked, and unmask (docs/strategies.md 3.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""offload_contracts: stub format, handles, thresholds, retrieve paging, reduce (strategies.md 3.7)."""
+"""offload_contracts: stub format, handles, thresholds, retrieve paging, reduce (docs/strategies.md 3.7)."""
 
 from __future__ import annotations
 

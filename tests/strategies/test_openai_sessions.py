@@ -1,7 +1,7 @@
 """openai_trimming, openai_summarizing, openai_compaction: the cookbook's documented examples
 (session_memory.ipynb: TrimmingSession, SummarizingSession), openai-agents 0.24's SessionSettings.limit
 and compaction session, the Responses compaction guide; params; and the section-3 invariants of
-sdk-strategies.md on generated histories."""
+docs/sdk-strategies.md on generated histories."""
 
 from __future__ import annotations
 

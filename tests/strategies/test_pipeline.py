@@ -1,4 +1,4 @@
-"""pipeline: stage validation, composition order, reduce fall-through, tools and retrieve (strategies.md 3.8)."""
+"""pipeline: stage validation, composition order, reduce fall-through, tools and retrieve (docs/strategies.md 3.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sliding_window: params, trim points, pins, per_turn and the spec's known examples (strategies.md 3.2)."""
+"""sliding_window: params, trim points, pins, per_turn and the spec's known examples (docs/strategies.md 3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The split-point helpers of strategies.split on small hand-built lists (strategies.md 2)."""
+"""The split-point helpers of strategies.split on small hand-built lists (docs/strategies.md 2)."""
 
 from __future__ import annotations
 

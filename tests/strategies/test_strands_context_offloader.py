@@ -1,6 +1,6 @@
 """strands_context_offloader: the documented behaviour of strands-agents 1.62's ContextOffloader
 (plugin.py, storage.py, search.py), the mock's paging, and the section-3 invariants of
-sdk-strategies.md that apply to an offloader."""
+docs/sdk-strategies.md that apply to an offloader."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""summarize: ratio clamping, the split point k, soft q, failures and the turn trigger (strategies.md 3.4)."""
+"""summarize: ratio clamping, the split point k, soft q, failures and the turn trigger (docs/strategies.md 3.4)."""
 
 from __future__ import annotations
 

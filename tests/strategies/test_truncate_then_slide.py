@@ -1,4 +1,4 @@
-"""truncate_then_slide: the truncation marker, which result is truncated, and when (strategies.md 3.3)."""
+"""truncate_then_slide: the truncation marker, which result is truncated, and when (docs/strategies.md 3.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""unbounded: keeps everything and never reduces (strategies.md 3.1)."""
+"""unbounded: keeps everything and never reduces (docs/strategies.md 3.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ctxbench run`` (harness/cli/run.py) run as a real process (DESIGN.md, "CLI"): --json, resume, exit
+"""``ctxbench run`` (harness/cli/run.py) run as a real process (docs/design.md, "CLI"): --json, resume, exit
 code 2 with one stderr line and nothing left behind for every bad input, and resume after the process
 is killed part-way."""
 

@@ -1,5 +1,5 @@
 """The tool catalogue: schemas, strict argument contracts, the three error classes and how they
-render (mock-model.md 3)."""
+render (docs/model.md 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run configuration (DESIGN.md, "Data flow of one run" and "CLI"): loading TOML and the embedded
+"""Run configuration (docs/design.md, "Data flow of one run" and "CLI"): loading TOML and the embedded
 default, flag overrides, strategy and scenario entries, the [model] table, the config hash, and
 the one-line ConfigError for every user mistake."""
 

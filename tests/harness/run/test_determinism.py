@@ -1,4 +1,4 @@
-"""Determinism and common random numbers (mock-model.md 8, M3): draws are keyed by (session seed,
+"""Determinism and common random numbers (docs/model.md 8, M3): draws are keyed by (session seed,
 purpose, step, attempt), never by turn or strategy, so two strategies replaying one session see the
 same draws, and the same calls and events, until their contexts first differ."""
 
@@ -31,7 +31,7 @@ SCRIPTS = [("log_triage", 0), ("k8s_crashloop", 2), ("db_slow_query", 4)]
 
 
 def spec_u(seed: int, purpose: str, step_id: str, attempt: int, *sub: str) -> float:
-    """mock-model.md 8, written out independently of harness.core.crn."""
+    """docs/model.md 8, written out independently of harness.core.crn."""
     text = f"{seed}|{purpose}|{step_id}|{attempt}|{'|'.join(sub)}"
     return (int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") + 0.5) / 2**64
 

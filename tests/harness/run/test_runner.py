@@ -1,4 +1,4 @@
-"""The run machinery (DESIGN.md, "Data flow of one run", "Determinism", "Run directory"): allocation
+"""The run machinery (docs/design.md, "Data flow of one run", "Determinism", "Run directory"): allocation
 and batching, shards, the run directory and its manifest, resume, refusing another config's
 directory, byte-identical tables whatever the executor, job count or shard split, and error rows."""
 

@@ -19,7 +19,7 @@ SYSTEM = 200
 
 
 def reference(previous: list[Message], window: list[Message], last_use: float | None, now: float) -> tuple[int, int]:
-    """mock-model.md 6.2 computed directly: the longest equal prefix of the whole previous prompt."""
+    """docs/model.md 6.2 computed directly: the longest equal prefix of the whole previous prompt."""
     same = 0
     while same < min(len(previous), len(window)) and window[same] == previous[same]:
         same += 1

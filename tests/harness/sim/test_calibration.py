@@ -1,4 +1,4 @@
-"""Calibration anchors of mock-model.md 11 computed from the profile curves: the context-rot
+"""Calibration anchors of docs/model.md 11 computed from the profile curves: the context-rot
 ratios (P6), the lost-in-the-middle U-shape (P7), and the summary keep rule (section 4)."""
 
 from __future__ import annotations

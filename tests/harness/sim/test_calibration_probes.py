@@ -1,4 +1,4 @@
-"""harness.sim.calibration: recall probes through real contexts and the real mock model (mock-model.md 11
+"""harness.sim.calibration: recall probes through real contexts and the real mock model (docs/model.md 11
 P6, P7), and the M2 filler-and-facts experiment.
 
 tests/test_calibration.py checks the same targets on the formula; these check them end to end, so a
@@ -27,7 +27,7 @@ from harness.sim.calibration import (
 )
 from harness.sim.profiles import Profile, profile
 
-#: Samples per length for the hard ratio checks (mock-model.md 11 asks for ~2,000).
+#: Samples per length for the hard ratio checks (docs/model.md 11 asks for ~2,000).
 SAMPLES = 2000
 
 
@@ -240,7 +240,7 @@ def test_m2_deleting_the_only_holder_never_leaves_recall(m2: pd.DataFrame) -> No
     assert {"refetch", "wrong"} <= set(rows["branch_after"])
 
 
-# Both look-up kinds (mock-model.md v2 change 1) ------------------------------------------------------------
+# Both look-up kinds (docs/model.md v2 change 1) ------------------------------------------------------------
 
 
 def test_a_probe_uses_the_curve_of_its_needles_lookup_kind() -> None:

@@ -1,4 +1,4 @@
-"""The agent runtime (harness.sim.kernel): each mechanism of mock-model.md 3-8 in isolation, on the
+"""The agent runtime (harness.sim.kernel): each mechanism of docs/model.md 3-8 in isolation, on the
 small hand-built scripts of tests/harness/scripts.py."""
 
 from __future__ import annotations
@@ -338,7 +338,7 @@ def test_max_attempts_per_step_ends_step_failed() -> None:
     assert record.turns == 3
 
 
-# Prompt caching (mock-model.md 6.2) ---------------------------------------------------------------------------
+# Prompt caching (docs/model.md 6.2) ---------------------------------------------------------------------------
 
 
 METER = TextMeter.for_facts()
@@ -448,7 +448,7 @@ def test_unbounded_replay_caches_the_previous_prompt() -> None:
     assert result.record.cached_input_tokens == sum(c.cached_input_tokens for c in result.calls)
 
 
-# Cost and latency (mock-model.md 6) ----------------------------------------------------------------------------
+# Cost and latency (docs/model.md 6) ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["frontier", "mid", "stress-2023"])
@@ -485,7 +485,7 @@ def test_session_latency_is_model_plus_tool_plus_backoff_seconds() -> None:
     assert r.tool_s >= 30.0
 
 
-# Summaries in a replay (mock-model.md 4) -----------------------------------------------------------------------
+# Summaries in a replay (docs/model.md 4) -----------------------------------------------------------------------
 
 
 def test_summary_is_a_model_call_with_its_own_record() -> None:

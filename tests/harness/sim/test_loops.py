@@ -1,4 +1,4 @@
-"""The StuckDetector rules of mock-model.md 7 (P9), on hand-written event logs."""
+"""The StuckDetector rules of docs/model.md 7 (P9), on hand-written event logs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The mock model's policy (mock-model.md 2-4), one mechanism at a time, on hand-built contexts.
+"""The mock model's policy (docs/model.md 2-4), one mechanism at a time, on hand-built contexts.
 
 Profiles with overrides force the branch under test (``p_max=0`` fails every recall,
 ``p_refetch=1`` always re-fetches, ``p_fix=0`` never fixes, ...)."""
@@ -519,7 +519,7 @@ def test_handover_carries_recalled_values_and_makes_up_lost_ones(session: Sessio
     assert [e["branch"] for e in trace] == ["recall", "wrong"]
 
 
-# Summaries (mock-model.md 4) -----------------------------------------------------------------------------------
+# Summaries (docs/model.md 4) -----------------------------------------------------------------------------------
 
 
 def summary_of(session: Session, p: Profile, n: int = 1) -> tuple[str, list[str], list[Message]]:

@@ -1,4 +1,4 @@
-"""Model profiles (mock-model.md 9): the worked numbers, cost, malformed-call growth, the oracle,
+"""Model profiles (docs/model.md 9): the worked numbers, cost, malformed-call growth, the oracle,
 and loading profiles from TOML."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def frontier() -> Profile:
     return profile("frontier")
 
 
-# Worked numbers of mock-model.md 9 (3 decimals / 0.1 s) --------------------------------------------
+# Worked numbers of docs/model.md 9 (3 decimals / 0.1 s) --------------------------------------------
 
 
 @pytest.mark.parametrize(("tokens", "expected"), [(8192, 0.972), (32768, 0.895), (131072, 0.681)])
@@ -93,7 +93,7 @@ def test_one_million_uncached_input_tokens_cost_the_input_price(frontier: Profil
     assert frontier.cost_usd(0, 0, 0, 1_000_000) == pytest.approx(15.00)
 
 
-# Malformed calls (mock-model.md 3.1) ----------------------------------------------------------------
+# Malformed calls (docs/model.md 3.1) ----------------------------------------------------------------
 
 
 def test_p_malformed_is_the_base_rate_at_4k_without_raw_output(frontier: Profile) -> None:
@@ -421,7 +421,7 @@ def _toml(value: object) -> str:
     return repr(value)
 
 
-# Literal look-ups (mock-model.md v2 change 1) --------------------------------------------------------
+# Literal look-ups (docs/model.md v2 change 1) --------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", sorted(LITERAL_SOURCES))
