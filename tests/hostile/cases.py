@@ -41,7 +41,8 @@ class Op:
 
     kind: ``write`` (path, data: bytes), ``mkdir`` (path), ``symlink`` (path -> data as text),
     ``copy`` (path <- source named by data), ``damage`` (path, data: one of `DAMAGES`),
-    ``copy_file`` (path <- ``<source>/<relative path>`` in data), ``alter_part`` (path: change one
+    ``copy_file`` (path <- ``<source>/<relative path>`` in data), ``fifo`` (a named pipe at path), ``chmod``
+    (path, data: the mode in octal, e.g. ``"000"``), ``alter_part`` (path: change one
     number of its first session row; data ``intact`` keeps a header checksum of the rows consistent, so the
     part is well-formed but says something else, ``tampered`` leaves it stale), ``empty_table`` (path: the
     same parquet schema, no rows).
@@ -895,3 +896,10 @@ add(
     Case("traces-export-otel-good", "traces", ("export-otel", "run", "--out", "t.jsonl", "--quiet"),
          (Op("copy", "run", "good"),), OK, produces=("t.jsonl",)),
 )
+
+
+# Families kept in modules of their own, each adding its cases through `add` -------------------------------------
+
+from tests.hostile import cases_readers, cases_writers  # noqa: E402
+
+FAMILIES = (*FAMILIES, *cases_readers.FAMILIES, *cases_writers.FAMILIES)

@@ -173,6 +173,11 @@ def apply(op: Op, sources: Sources) -> None:
             _damage_file(target, str(op.data))
     elif op.kind == "alter_part":
         _alter_part(path, str(op.data))
+    elif op.kind == "fifo":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(path)
+    elif op.kind == "chmod":
+        os.chmod(path, int(str(op.data), 8))
     elif op.kind == "empty_table":
         table = pq.read_table(path)
         pq.write_table(table.slice(0, 0), path, compression="zstd")
