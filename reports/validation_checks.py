@@ -227,7 +227,7 @@ def probe_checks(b: Bundle) -> list[Check]:
                 "P7", "U-shape, literal look-up: stress-2023 at 4K, recall in the middle over at the start", "none",
                 f"probes, {n} each", "no published U-shape for literal look-ups; 0.71 is document QA (latent)",
                 f"{num(value, 3)} [{num(lo, 3)}, {num(hi, 3)}]", "-",
-                "The position factor is shared by both kinds (docs/model.md v2 change 1), but a literal curve's "
+                "The position factor is shared by both kinds (docs/model.md 2.1), but a literal curve's "
                 f"r(4K) is so near 1 that p_recall at the start reaches the clamp at 1 (mean p there "
                 f"{num(p_start, 3)}), so the ratio is flatter than the latent one. Lost in the Middle measured its "
                 "0.71 on multi-document QA, a latent look-up, which the latent row checks."))
@@ -240,7 +240,7 @@ def probe_checks(b: Bundle) -> list[Check]:
                           f"the middle {num(p_middle, 3)}): r(4K) of the {lookup} curve is so close to 1 that the "
                           "position factor's normalisation pushes the start above 1, so the clamp, not the trough, "
                           "sets the ratio. Lost in the Middle's figure is a document-QA score (a latent-like "
-                          "look-up); the position factor is shared by both kinds (docs/model.md v2 change 1).")
+                          "look-up); the position factor is shared by both kinds (docs/model.md 2.1).")
             else:
                 detail = (f"The model's own probabilities give {num(p_middle / p_start, 3)} (mean p in the middle "
                           f"{num(p_middle, 3)}, at the start {num(p_start, 3)}); the probes' estimate differs from it "
@@ -292,14 +292,17 @@ def _stuck_by_malformed_alone(run_dir: Path, sessions: pd.DataFrame) -> int:
     if stuck.empty:
         return 0
     calls = pd.read_parquet(run_dir / CALLS_TABLE,
-                            columns=["scenario", "session_index", "strategy", "call_kind", "call_index", "action"])
+                            columns=["scenario", "session_index", "strategy", "call_kind", "call_index",
+                                     "malformed_kind"])
     calls = calls[calls["call_kind"] == "agent"]
     keys = stuck[["scenario", "session_index", "strategy"]]
     joined = calls.merge(keys, on=["scenario", "session_index", "strategy"])
     count = 0
     for _, group in joined.groupby(["scenario", "session_index", "strategy"]):
-        last = group.sort_values("call_index")["action"].tail(4)
-        if len(last) == 4 and (last == "malformed").all():
+        # A malformed call is recorded with its intended purpose as its action and the kind of damage in
+        # malformed_kind (empty for a well-formed call).
+        last = group.sort_values("call_index")["malformed_kind"].tail(4)
+        if len(last) == 4 and (last != "").all():
             count += 1
     return count
 

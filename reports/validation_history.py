@@ -17,7 +17,7 @@ from reports.validation_seed_article import SeedRow
 
 #: The previous document's run.
 PREVIOUS_COMMIT = "96cf1ee86859"
-#: The mock-model changes between that run and this one (docs/model.md "v2 changes"), each with the
+#: The mock-model changes between that run and this one (docs/model.md 2.1, 2.2, 3.2 and 11), each with the
 #: figures it can move. A "what moved" line names the candidates; the loop shapes show which acted.
 CHANGES = (
     "literal and latent recall: most look-ups now use the profile's RULER-fitted literal curve, which decays "

@@ -4,7 +4,7 @@ under mid and frontier) against the paper, the same figures in the ops-mix setup
 precondition that raw history fits the window, the mechanism behind each disagreement (read from the
 sessions and the calls' decision traces), and the reference tables of the paper's setting.
 
-P3 (elongation) is marked "not modelled" (docs/model.md v2 change 4): no mechanism of the scripted agent
+P3 (elongation) is marked "not modelled" (docs/model.md 11): no mechanism of the scripted agent
 lengthens a trajectory, so the measured turn ratios are printed without a verdict.
 """
 
@@ -26,7 +26,7 @@ TRAP_RAW, TRAP_MASK, TRAP_SUMMARY = "raw", "masking-M10", "llm-summary-N21-M10"
 #: How the document cites the paper.
 TRAP = "The Complexity Trap, 2025, arXiv 2508.21433"
 #: The setups P1-P5 are measured in: the paper's setting under mid and frontier (with targets), and the
-#: ops mix of docs/model.md 11 (no target since v2: its payloads are not the paper's).
+#: ops mix of docs/model.md 11 (no target: its payloads are not the paper's).
 TRAP_SETUPS = {
     "complexity-trap": "paper's setting (examples/complexity-trap.toml): code_repair, mid, caching off",
     "complexity-trap-frontier": "paper's setting (examples/complexity-trap.toml): code_repair, frontier, caching off",
@@ -115,7 +115,7 @@ def _trap_checks_for(b: Bundle, run_name: str, setup: str, frame: pd.DataFrame) 
     sr, raw_turns = paired_columns(frame, TRAP_SUMMARY, TRAP_RAW, "turns")
     ratio, lo, hi = stats.paired_ratio(sr, raw_turns, rng=b.rng(f"p3-{run_name}"))
     more = float(s_turns.mean() - m_turns.mean()) if len(s_turns) else np.nan
-    detail = (f"Not modelled (docs/model.md v2 change 4): no mechanism of the scripted agent lengthens a trajectory. "
+    detail = (f"Not modelled (docs/model.md 11): no mechanism of the scripted agent lengthens a trajectory. "
               "It follows a fixed plan and re-runs a step only to re-fetch a fact it cannot recall, never because a "
               "summary hid that the work was done or that it had failed. The paper's own data do not make "
               f"elongation a general effect: summary/raw mean turns range from {PAPER_TURN_RATIOS[0]:.2f} to "

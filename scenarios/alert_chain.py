@@ -8,7 +8,7 @@ current release; diagnosis reads the errors of that release and the release hist
 diffs the releases (the culprit flag) and rolls back; verification follows the rollback to a new pod
 and reads its logs; reporting finds the change that flipped the flag and checks the deployment.
 
-Look-ups (docs/model.md v2 change 1): ``culprit_flag`` is latent, as in deploy_regression: the flag of
+Look-ups (docs/model.md 1): ``culprit_flag`` is latent, as in deploy_regression: the flag of
 the diff that explains the errors among the others; every other fact is literal.
 """
 

@@ -35,7 +35,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-#: How a fact is found (docs/model.md v2 change 1): ``literal`` when the agent copies an exact value it
+#: How a fact is found (docs/model.md 1): ``literal`` when the agent copies an exact value it
 #: saw next to what identifies it (a pod name in the row marked CrashLoopBackOff), ``latent`` when
 #: finding it takes an association the text does not state next to the value (the culprit among
 #: several candidates, a root cause inferred from symptoms). Each family documents its latent facts.

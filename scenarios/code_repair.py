@@ -1,5 +1,5 @@
 """`code_repair`: a SWE-agent-shaped bug fix in a Python repository (the Complexity Trap's workload,
-docs/model.md v2 change 5): run the failing tests, read the traceback, open the calling frame, find
+docs/model.md 11): run the failing tests, read the traceback, open the calling frame, find
 the helper that computed the bad value, open its module, locate the wrong constant, edit, re-run,
 run the whole suite, submit.
 
@@ -8,7 +8,7 @@ The story: a discount rule passes a percentage (15) to ``<noun>_discount_rate``,
 raises ``<Word>RangeError`` because the rate is outside [0, 1]. With some chance a second bug
 (truncating instead of rounding) needs another edit.
 
-Facts and how they are found (v2 rule, `scenarios.base.Lookup`):
+Facts and how they are found (docs/model.md 1, `scenarios.base.Lookup`):
 - literal (the value is printed next to what identifies it): ``failing_test`` (the FAILED line),
   ``exception`` (the ``E`` line), ``call_file`` and ``raise_function`` (the traceback frames),
   ``root_file`` (the ``def`` line in the search results), ``bug_line`` (the grep line that holds the
@@ -103,7 +103,7 @@ EDITED = ("File updated. Please review the changes and make sure they are correc
 
 
 class CodeRepairParams(ScenarioParams):
-    #: SWE-agent-sized observations (docs/model.md v2 change 5): median 1.4 KB, sigma 0.85, outputs
+    #: SWE-agent-sized observations (docs/model.md 11): median 1.4 KB, sigma 0.85, outputs
     #: capped at 16 KB (the audit's 12-16 KB; SWE-agent itself cuts at 100,000 characters).
     payload_median_bytes: StrictInt = Field(1400, ge=64, le=1_000_000)
     payload_sigma: float = Field(0.85, ge=0, le=4)

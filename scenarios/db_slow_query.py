@@ -1,7 +1,7 @@
 """`db_slow_query`: a p99 latency alert on a service backed by Postgres; find the slow database,
 the culprit query in pg_stat_statements, read its plan (a Seq Scan), add the missing index, verify.
 
-Look-ups (docs/model.md v2 change 1): ``query_id`` is latent, the culprit among the statements
+Look-ups (docs/model.md 1): ``query_id`` is latent, the culprit among the statements
 pg_stat_statements lists, found by comparing their timings with the alert; every other fact is literal.
 """
 

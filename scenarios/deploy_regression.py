@@ -3,7 +3,7 @@ previous good one and the config flag the new release turned on, roll back, veri
 
 The text helpers here (release tables, config diffs, rollout logs) are shared with `alert_chain`.
 
-Look-ups (docs/model.md v2 change 1): ``culprit_flag`` is latent, the one flag of the config diff that
+Look-ups (docs/model.md 1): ``culprit_flag`` is latent, the one flag of the config diff that
 explains the errors among the others changed in the release; every other fact is literal.
 """
 

@@ -1,7 +1,7 @@
 """`k8s_crashloop`: a pod in CrashLoopBackOff because its container is OOMKilled; find it, read
 why, raise its memory limit, verify the rollout.
 
-Look-ups (docs/model.md v2 change 1): ``error_code`` is latent, the code that explains the crash among the
+Look-ups (docs/model.md 1): ``error_code`` is latent, the code that explains the crash among the
 other codes the logs print, read from the OOMKilled symptom; every other fact is literal, printed next to
 what identifies it.
 """

@@ -6,7 +6,7 @@ Payloads are heavier than other families: the two core log dumps are lognormal a
 ``dump_scale`` times ``payload_median_bytes`` (tens to hundreds of KB, capped by ``payload_max_bytes``)
 with their needle lines deep inside; every other output follows the ordinary payload sizes.
 
-Look-ups (docs/model.md v2 change 1): ``root_cause`` is latent, inferred from the symptoms the
+Look-ups (docs/model.md 1): ``root_cause`` is latent, inferred from the symptoms the
 downstream logs show rather than printed next to the failing trace; every other fact is literal.
 """
 

@@ -127,7 +127,7 @@ def controls_config(sizes: ValidationSizes) -> RunConfig:
 
 def trap_spec_config(sizes: ValidationSizes) -> RunConfig:
     """P1-P5 in the spec's setup (section 11: frontier, the default ops mix), caching off as P1 says, and
-    the same three strategies with caching on (P1: "also report", no target). Since docs/model.md v2 this
+    the same three strategies with caching on (P1: "also report", no target). As docs/model.md 11 says, this
     is the second setup, reported with no target; the paper's setting is examples/complexity-trap.toml."""
     cached = [s | {"label": f"{s['label']}+cache", "model": "frontier"} for s in TRAP_STRATEGIES]
     return RunConfig.model_validate({
@@ -326,7 +326,7 @@ def loop_shapes(run_name: str, run_dir: Path, config: RunConfig) -> pd.DataFrame
         return pd.DataFrame(columns=list(LOOP_COLUMNS))
     calls = pd.read_parquet(run_dir / CALLS_TABLE,
                             columns=["scenario", "session_index", "strategy", "call_kind", "call_index", "step_id",
-                                     "action", "trace"],
+                                     "action", "malformed_kind", "trace"],
                             filters=[("call_kind", "==", "agent"),
                                      ("session_index", "in", sorted({int(i) for i in stuck["session_index"]}))])
     key = ["scenario", "session_index", "strategy"]
@@ -343,7 +343,9 @@ def loop_shapes(run_name: str, run_dir: Path, config: RunConfig) -> pd.DataFrame
         if never is None:
             script = scenarios.generate(str(s.scenario), int(s.seed), **params.get(str(s.scenario), {}))
             never = scripts[(str(s.scenario), int(s.seed))] = never_clearing_steps(script)
-        actions = group["action"].astype(str).tolist()
+        # A malformed call keeps its intended purpose as its action; its damage is in malformed_kind.
+        actions = ["malformed" if kind else action
+                   for action, kind in zip(group["action"].astype(str), group["malformed_kind"].astype(str))]
         step_ids = group["step_id"].astype(str).tolist()
         branches = [frozenset(str(e.get("branch", "")) for e in json.loads(t) if e.get("depth", 0) == 0)
                     for t in group["trace"]]
@@ -356,7 +358,7 @@ def loop_shapes(run_name: str, run_dir: Path, config: RunConfig) -> pd.DataFrame
 
 
 def literal_sources() -> dict[str, dict[str, Any]]:
-    """Each profile's RULER source row (docs/model.md v2 change 1) as the report reads it: the row's name,
+    """Each profile's RULER source row (docs/model.md 9) as the report reads it: the row's name,
     its lengths and accuracies (%), and the RMSE of the profile's literal fit to it."""
     out: dict[str, dict[str, Any]] = {}
     for name, row_name in LITERAL_SOURCES.items():

@@ -8,7 +8,7 @@ one needle fact), call `MockModel.decide` and read its decision trace. So they a
 formula checks take on trust: that the model measures L and x from the messages it is given, and
 that its draws are keyed by step, attempt and key, never by context.
 
-Every probe names the needle fact's look-up kind (docs/model.md v2 change 1): ``literal`` (the value is
+Every probe names the needle fact's look-up kind (docs/model.md 2.1): ``literal`` (the value is
 copied from the text, RULER-like) or ``latent`` (found through an association, NoLiMa-like). The model
 uses the curve of that kind, so the same contexts measure both curves.
 """
@@ -35,7 +35,7 @@ from harness.sim.profiles import PROFILE_NAMES, Profile, profile
 from scenarios.base import Call, Fact, Lookup, SessionScript, Step, Task
 
 #: Tokens of the probe's only prefix: the task message stands in for the 2,000-token system prompt,
-#: so the needle can sit near x = 0 (docs/model.md 11: "Probes use a 100-token prefix").
+#: so the needle can sit near x = 0 (docs/model.md 11: the probe's only prefix is a 100-token task message).
 PREFIX_TOKENS = 100
 #: P6 draws the needle's position uniformly from this range (docs/model.md 11).
 X_RANGE = (0.1, 0.9)

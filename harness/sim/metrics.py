@@ -32,8 +32,8 @@ class CallRecord:
     call_kind: CallKind
     step_id: str
     attempt: int
-    #: What the call produced: step | retrieve | refetch | shortcut | final | handoff | summary |
-    #: malformed | resend.
+    #: What the call was for: step | retrieve | refetch | shortcut | fix | resend | final | text | handoff |
+    #: summary. A malformed call keeps its intended purpose here; ``malformed_kind`` says what was wrong.
     action: str
     malformed_kind: str
     input_tokens: int

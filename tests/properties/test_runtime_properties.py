@@ -257,7 +257,7 @@ def test_summary_call_context_tokens_exclude_only_the_summarizer_prompt() -> Non
     assert all(c.context_tokens == c.input_tokens - prompt >= 0 for c in summaries)
 
 
-# Chosen again when the tool-output cap arrived (v2 change 3): capped outputs keep the old example
+# Chosen again when the tool-output cap arrived (docs/model.md 3.2): capped outputs keep the old example
 # (mix 2 at 60,000) below the point where it summarizes.
 def test_breaker_ends_the_session_on_the_summary_call_that_crosses_the_budget() -> None:
     """The budget may run out inside a strategy hook (a summary call); the strategy's best-effort

@@ -1,4 +1,4 @@
-"""Properties of the split helpers (docs/strategies.md 2 and 4, "split helpers")."""
+"""Properties of the split helpers (docs/strategies.md 2 and 4, "split functions")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`facts_within_cap`: an output longer than the scaffold's cap keeps the facts it produces where the
-cap keeps text (v2 change 3), and any other output is left exactly as it is."""
+cap keeps text (docs/model.md 3.2), and any other output is left exactly as it is."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Property tests: session scripts, and the models they are made of, survive a JSON round trip
-unchanged (docs/model.md 1: "JSON round-trip exact")."""
+unchanged (docs/model.md 1: a script's JSON round trip is exact)."""
 
 from __future__ import annotations
 

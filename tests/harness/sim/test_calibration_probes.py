@@ -240,7 +240,7 @@ def test_m2_deleting_the_only_holder_never_leaves_recall(m2: pd.DataFrame) -> No
     assert {"refetch", "wrong"} <= set(rows["branch_after"])
 
 
-# Both look-up kinds (docs/model.md v2 change 1) ------------------------------------------------------------
+# Both look-up kinds (docs/model.md 2.1) --------------------------------------------------------------------
 
 
 def test_a_probe_uses_the_curve_of_its_needles_lookup_kind() -> None:
