@@ -9,6 +9,12 @@ ctxbench without the event log) still opens: its session table, and a note that 
 show. For 1,000 sessions x 10 strategies the page stays small enough to open: each session's events
 and calls are one deflate-compressed JSON blob, unpacked by the browser only when the session is opened,
 and the session table draws only the rows in view.
+
+Every number the page shows is written the way the reports write it (`reports.tables.format_value`):
+tokens and counts as integers with thousands separators, costs in dollars to 4 decimals, seconds to 1
+decimal, probabilities and positions as percentages (`NUMBER_FORMATS`, `format_number`); sorting uses
+the true values. The decision trace's columns carry their meaning in the mock model (`TRACE_COLUMNS`)
+as header tooltips and as a legend under the trace.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import math
 import tomllib
 import zlib
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +38,8 @@ from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, open_run_dir
 from reports.markup import escape
 from reports.outputs import write_files
 
-__all__ = ["EVENT_COLUMNS", "EXPLORER_HTML", "SESSION_COLUMNS", "ExplorerData", "load", "render", "write_explorer"]
+__all__ = ["EVENT_COLUMNS", "EXPLORER_HTML", "NUMBER_FORMATS", "SESSION_COLUMNS", "TRACE_COLUMNS", "TRACE_LEGEND",
+           "ExplorerData", "format_number", "load", "render", "trace_legend", "write_explorer"]
 
 #: The page's file name in a run directory (``ctxbench view`` writes it there unless told otherwise).
 EXPLORER_HTML = "explorer.html"
@@ -46,9 +54,61 @@ SESSION_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("tool_syntax_errors", "syntax errors", NUMBER), ("facts_lost", "facts lost", NUMBER),
     ("refetches", "re-fetches", NUMBER), ("overflow_events", "overflows", NUMBER),
     ("context_tokens_mean", "context mean", NUMBER), ("context_tokens_peak", "context peak", NUMBER),
-    ("input_tokens", "input tokens", NUMBER), ("latency_s", "latency s", NUMBER), ("cost_usd", "cost $", NUMBER),
+    ("input_tokens", "input tokens", NUMBER), ("latency_s", "latency", NUMBER), ("cost_usd", "cost", NUMBER),
     ("loop_rule", "loop rule", TEXT),
 )
+#: How the page writes a number of each unit, as (scale, decimals, prefix, suffix): the conventions of
+#: `reports.tables.format_value` (``32,770`` tokens, ``$1.0440``, ``6.6 s``, ``12.50%``).
+NUMBER_FORMATS: dict[str, tuple[int, int, str, str]] = {
+    "count": (1, 0, "", ""), "tokens": (1, 0, "", ""), "usd": (1, 4, "$", ""), "s": (1, 1, "", " s"),
+    "share": (100, 2, "", "%"),
+}
+#: The unit of each numeric session column that is not a plain count.
+SESSION_UNITS: dict[str, str] = {
+    "context_tokens_mean": "tokens", "context_tokens_peak": "tokens", "input_tokens": "tokens", "latency_s": "s",
+    "cost_usd": "usd",
+}
+#: The decision trace's columns (``calls.parquet``'s ``trace``, one entry per fact a decision looked up:
+#: `harness.sim.model.MockModel._resolve` and ``handover``), as (column, unit, what it means in the mock
+#: model); the unit "" is text. The page puts the meaning in the column's tooltip, and `TRACE_LEGEND`'s
+#: short line for it in the legend under the trace.
+TRACE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("key", "", "the fact looked up, by its key in the scenario: a value the step's tool call, the final "
+                "answer or a hand-over message must state"),
+    ("depth", "count", "how many re-fetch levels deep the look-up is: 0 for a fact the step itself needs; 1 "
+                       "(or 2) for a fact needed to call again the step that first produced a fact being "
+                       "re-fetched (the row above it says refetch); never deeper than 2; empty in a hand-over"),
+    ("visible", "", "whether a message in the context the model was sent held the fact's value (the memory "
+                    "block does not count): no for a fact a tool had shown or the task stated is a fact "
+                    "lost to context management; a hand-over leaves it empty when not visible"),
+    ("lookup", "", "the fact's look-up kind, which picks the recall curve p follows: literal (an exact value "
+                   "copied from beside what identifies it) or latent (found through an association the text "
+                   "does not state); empty when no recall was drawn (not visible, or a step following a "
+                   "nudge, which skips recall)"),
+    ("branch", "", "what the model did for the fact: recall (read it from the context), memory (took it "
+                   "from the memory block), retrieve (paged an offloaded output back in through its stub), "
+                   "refetch (called again the tool of the step that first produced it), shortcut (took the "
+                   "step's dangerous shortcut instead), wrong (stated a wrong value: a decoy seen in the "
+                   "context, or a made-up one)"),
+    ("p", "share", "the probability of recalling the visible fact: the model profile's recall curve for its "
+                   "look-up kind at this prompt's length (system prompt included), lowered towards the middle "
+                   "of the prompt (position x)"),
+    ("u", "share", "the uniform draw compared with p: recalled when u < p; keyed by session, step, attempt "
+                   "and fact, not by strategy, so strategies replaying the same session draw the same u there"),
+    ("x", "share", "where the fact sits in the prompt: the middle of the newest message holding it, as a "
+                   "share of the prompt's tokens (0% the start of the system prompt, 100% its newest end)"),
+)
+#: Each trace column in one short line, for the legend (the tooltips hold `TRACE_COLUMNS`' whole meaning).
+TRACE_LEGEND: dict[str, str] = {
+    "key": "the fact looked up",
+    "depth": "re-fetch levels deep: 0 for a fact the step itself needs, 1-2 for one needed to re-fetch another",
+    "visible": "whether the fact's value was in the context sent (no: lost, if a tool or the task had shown it)",
+    "lookup": "literal (a value copied as it stands) or latent (found through an association): picks p's curve",
+    "branch": "what the model did: recall, memory, retrieve (a stub), refetch, shortcut, or wrong (a wrong value)",
+    "p": "the recall probability at this prompt's length and the fact's position x",
+    "u": "the uniform draw compared with p (recalled when u < p), shared by every strategy at that step and fact",
+    "x": "where the fact sits in the prompt: 0% its start, 100% its newest end",
+}
 _REQUIRED_SESSION = {"scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "outcome": TEXT}
 #: What the page reads of ``events.parquet`` (`harness.sim.events.EventRecord`), with each column's
 #: default: a session's blob leaves out a column that holds only its default.
@@ -130,8 +190,10 @@ def _events_state(run: OpenRun) -> str:
 
 
 def _columns(frame: pd.DataFrame, names: list[str]) -> dict[str, list[Any]]:
-    """Columns as plain lists (ints as ints, NaN as None, text as str), as the page's JSON holds them."""
-    return {name: _Column.of(frame[name]).take(0, len(frame)) for name in names}
+    """Columns as plain lists (ints as ints, NaN as None, text as str), as the page's JSON holds them; floats
+    unrounded: the page sorts by the true values, and rounds them only to show them (rounding twice, to
+    6 digits and then to a cost's 4, would show some a step off)."""
+    return {name: _Column.of(frame[name]).take(0, len(frame), digits=None) for name in names}
 
 
 @dataclass(frozen=True)
@@ -165,14 +227,19 @@ class _Column:
             return np.asarray(self.values != default)
         return ~np.isin(self.values, np.flatnonzero(self.text == default))
 
-    def take(self, start: int, end: int) -> list[Any]:
-        """Rows ``start:end`` as JSON holds them: floats rounded to 6 digits, NaN and infinities as None."""
+    def take(self, start: int, end: int, digits: int | None = 9) -> list[Any]:
+        """Rows ``start:end`` as JSON holds them: floats rounded to ``digits`` decimals (None: as they are),
+        NaN and infinities as None. Nine keep a call's cost to a billionth of a dollar (the prices' own
+        precision for the profiles' per-million-token prices) and drop float noise, so the page's 4 decimals
+        of a cost are those of the true value (6 showed about one call cost in 400 a step off)."""
         chunk = self.values[start:end]
         if self.text is not None:
             out: list[Any] = self.text[chunk].tolist()
             return out
         if chunk.dtype.kind == "f":
-            return [round(v, 6) if math.isfinite(v) else None for v in chunk.tolist()]
+            if digits is None:
+                return [v if math.isfinite(v) else None for v in chunk.tolist()]
+            return [round(v, digits) if math.isfinite(v) else None for v in chunk.tolist()]
         values: list[Any] = chunk.tolist()
         return values
 
@@ -271,6 +338,28 @@ def _details(sessions: pd.DataFrame, events: pd.DataFrame, calls: pd.DataFrame) 
     return index, packed
 
 
+def format_number(value: float | None, unit: str = "count") -> str:
+    """``value`` as the page writes a number of ``unit`` (`NUMBER_FORMATS`): ``12,346`` tokens, ``$0.3739``,
+    ``192.5 s``, ``81.23%``; "" for none (a missing or non-finite value). Rounded half away from zero on
+    the shortest decimal form of the number, as the browser's ``Intl.NumberFormat`` does: the page's
+    script writes its numbers with that, and the browser test checks that the two agree."""
+    if value is None or not math.isfinite(value):
+        return ""
+    scale, decimals, prefix, suffix = NUMBER_FORMATS[unit]
+    scaled = Decimal(repr(float(value) * scale)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    return f"{'-' if scaled < 0 else ''}{prefix}{abs(scaled):,.{decimals}f}{suffix}"
+
+
+def trace_legend() -> str:
+    """The legend the page shows under a decision trace: every `TRACE_COLUMNS` column, its short line
+    (`TRACE_LEGEND`) and, as the line's tooltip, its whole meaning."""
+    items = "".join(f"<dt data-col=\"{escape(name)}\">{escape(name)}</dt><dd title=\"{escape(meaning)}\">"
+                    f"{escape(TRACE_LEGEND[name])}</dd>" for name, _, meaning in TRACE_COLUMNS)
+    return ("<div class=\"trace-legend\" id=\"trace-legend\"><p>One row per fact the decision looked up, in the "
+            "order it resolved them (hover a column's name for more):</p>"
+            f"<dl>{items}</dl></div>")
+
+
 def _script_json(value: Any) -> str:
     """``value`` as JSON that is safe inside a ``<script>`` element (no ``</script>`` can close it)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
@@ -283,8 +372,10 @@ def render(data: ExplorerData) -> str:
         "run_id": data.run_id,
         "events": data.events,
         "strategies": data.strategies,
-        "columns": [{"name": c, "label": label, "kind": kind} for c, label, kind in SESSION_COLUMNS
-                    if c in data.sessions.columns],
+        "columns": [{"name": c, "label": label, "kind": kind, "unit": SESSION_UNITS.get(c, "count")}
+                    for c, label, kind in SESSION_COLUMNS if c in data.sessions.columns],
+        "formats": NUMBER_FORMATS,
+        "trace_columns": [{"name": c, "unit": unit, "help": meaning} for c, unit, meaning in TRACE_COLUMNS],
         "event_defaults": {c: default for c, (_, default) in EVENT_COLUMNS.items()},
         "rows": len(data.sessions),
         "detail_of": data.detail_of,
@@ -303,6 +394,7 @@ def render(data: ExplorerData) -> str:
         "<link rel=\"icon\" href=\"data:,\">",
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1><div id=\"app\"><p class=\"subtitle\">Loading…</p></div>",
+        f"<template id=\"trace-legend-template\">{trace_legend()}</template>",
         f"<script type=\"application/json\" id=\"meta\">{_script_json(meta)}</script>",
         f"<script type=\"application/json\" id=\"sessions\">{_script_json(columns)}</script>",
         f"<script type=\"application/json\" id=\"details\">{_script_json(data.details)}</script>",

@@ -3,9 +3,12 @@
 The script reads three JSON elements of the page: ``meta`` (run id, strategies, the session table's
 columns, whether the run kept events, the event columns' defaults, and per session row which blob holds
 its events), ``sessions`` (the session table, column by column) and ``details`` (per session, every
-strategy's events and calls as base64 of deflate-compressed JSON; `reports.explorer._details`). It draws
-the session table a page of rows at a time, unpacks a session's blob only when it is opened
-(DecompressionStream), and fetches nothing.
+strategy's events and calls as base64 of deflate-compressed JSON; `reports.explorer._details`), and the
+template of the decision trace's legend. It draws the session table a page of rows at a time (100, 500
+or all of them), and of a page only the rows in view of its scroll box; writes every number with
+``fmt``, by the unit the meta gives it (the rules of `reports.explorer.format_number`), while sorting
+uses the true values; unpacks a session's blob only when it is opened (DecompressionStream); and
+fetches nothing.
 """
 
 from __future__ import annotations
@@ -21,15 +24,21 @@ body { padding: 16px 24px 48px; }
            padding: 8px 10px; background: #f6f8fa; border: 1px solid #d0d7de; }
 .filters label { font-size: 12px; color: #57606a; display: flex; gap: 6px; align-items: center; }
 .filters select, .filters input { font: inherit; padding: 2px 4px; }
-#count { font-size: 12px; color: #57606a; margin-left: auto; }
+.pager { display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: center; margin: 6px 0; font-size: 12px;
+         color: #57606a; }
+.pager select { font: inherit; padding: 1px 4px; }
+.pager button { padding: 1px 8px; }
+#count { color: #1a1a1a; font-weight: 600; }
 #sessions-table th { cursor: pointer; user-select: none; white-space: nowrap; position: sticky; top: 0; }
 #sessions-table th.sorted-asc::after { content: " \25B2"; font-size: 10px; }
 #sessions-table th.sorted-desc::after { content: " \25BC"; font-size: 10px; }
-#sessions-table tbody tr { cursor: pointer; }
-#sessions-table tbody tr:hover td { background: #f3f8ff; }
+#sessions-table tbody tr[data-i] { cursor: pointer; }
+#sessions-table tbody tr[data-i]:hover td { background: #f3f8ff; }
 #sessions-table tbody tr.selected td { background: #ddf4ff; }
+#sessions-table td { white-space: nowrap; }
+#sessions-table tr.spacer td { padding: 0; border: 0; }
 #sessions-table td.text, #sessions-table th.text { text-align: left; }
-.table-box { max-height: 460px; overflow: auto; border: 1px solid #d0d7de; }
+.table-box { max-height: max(320px, calc(100vh - 190px)); overflow: auto; border: 1px solid #d0d7de; }
 .table-box table { margin: 0; }
 .outcome { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: 12px; background: #eaeef2; }
 .outcome.success { background: #dafbe1; color: #116329; }
@@ -55,6 +64,7 @@ section.panel { margin-top: 20px; border-top: 2px solid #d0d7de; }
 #overview { display: block; margin: 8px 0; border: 1px solid #d0d7de; background: #fff; cursor: pointer; }
 #compare-table { width: 100%; table-layout: fixed; }
 #compare-table td, #compare-table th { text-align: left; }
+#compare-table th { position: sticky; top: 0; z-index: 1; }
 #compare-table .turn { width: 64px; text-align: right; }
 #compare-table tr.diverge td { background: #fff8c5; }
 #compare-table tr.first td { background: #ffd8b5; border-top: 3px solid #bc4c00; border-bottom: 3px solid #bc4c00; }
@@ -62,6 +72,13 @@ section.panel { margin-top: 20px; border-top: 2px solid #d0d7de; }
 .note { max-width: 1100px; }
 table.kv td { text-align: left; }
 code { font-size: 12px; }
+#turn-trace td.num { text-align: right; }
+#turn-trace th[title] { cursor: help; text-decoration: underline dotted; }
+.trace-legend { font-size: 12px; color: #57606a; max-width: 640px; margin: 4px 0 8px; }
+.trace-legend p { margin: 0 0 2px; }
+.trace-legend dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; margin: 0; }
+.trace-legend dt { font-family: monospace; font-weight: 600; color: #1a1a1a; }
+.trace-legend dd { margin: 0; cursor: help; }
 """
 
 SCRIPT = r"""
@@ -72,7 +89,9 @@ SCRIPT = r"""
   const S = JSON.parse($("sessions").textContent);
   const DETAILS = JSON.parse($("details").textContent);  // base64 blobs, unpacked when opened
   const N = META.rows;
-  const PAGE = 100;
+  // Rows per page of the session table (0: all of them); within a page only the rows in view are drawn.
+  const PAGE_SIZES = [100, 500, 0];
+  const OVERSCAN = 40;
   const KINDS = [
     ["system_tokens", "system", "#8c959f"], ["task_tokens", "task", "#0969da"],
     ["assistant_tokens", "assistant", "#8250df"], ["tool_tokens", "tool results", "#1a7f37"],
@@ -80,8 +99,8 @@ SCRIPT = r"""
     ["stub_tokens", "stubs", "#1b7c83"], ["masked_tokens", "masked", "#afb8c1"],
     ["nudge_tokens", "nudges", "#e16f24"],
   ];
-  const state = { outcome: "", strategy: "", scenario: "", text: "", sort: null, dir: 1, limit: PAGE,
-                  view: [], open: -1, turn: 0, turns: null };
+  const state = { outcome: "", strategy: "", scenario: "", text: "", sort: null, dir: 1, size: PAGE_SIZES[1],
+                  page: 0, drawn: [0, 0], rowHeight: 0, view: [], open: -1, turn: 0, turns: null };
   const cache = new Map();
   const byKey = new Map();
   for (let i = 0; i < N; i++) byKey.set(key(i, S.strategy[i]), i);
@@ -91,12 +110,24 @@ SCRIPT = r"""
     return String(v).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
                                                   "'": "&#39;"})[c]);
   }
-  function num(v, digits) {
-    if (v === null || v === undefined || v === "") return "";
-    if (typeof v !== "number") return esc(v);
-    if (Number.isInteger(v)) return v.toLocaleString("en-US");
-    return v.toLocaleString("en-US", {maximumFractionDigits: digits === undefined ? 3 : digits});
+  // Numbers as the reports write them (META.formats, unit -> [scale, decimals, prefix, suffix]; the same
+  // rules as reports.explorer.format_number): 12,346 tokens, $0.3739, 192.5 s, 81.23%.
+  const FORMATTERS = {};
+  for (const [unit, f] of Object.entries(META.formats)) {
+    FORMATTERS[unit] = new Intl.NumberFormat("en-US", {minimumFractionDigits: f[1], maximumFractionDigits: f[1]});
   }
+  function fmt(v, unit) {
+    if (v === null || v === undefined || v === "") return "";
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    if (typeof v !== "number") return String(v);
+    if (!Number.isFinite(v)) return "";
+    const f = META.formats[unit] || META.formats.count;
+    const x = v * f[0];
+    const text = (FORMATTERS[unit] || FORMATTERS.count).format(Math.abs(x));
+    return (x < 0 && /[1-9]/.test(text) ? "-" : "") + f[2] + text + f[3];
+  }
+  function num(v, unit) { return esc(fmt(v, unit || "count")); }
+  window.ctxbenchExplorer = Object.freeze({ format: fmt });  // what the browser test checks formats with
   function distinct(col) { return Array.from(new Set(S[col] || [])).sort(); }
   function options(values, all) {
     return `<option value="">${esc(all)}</option>` +
@@ -133,9 +164,15 @@ SCRIPT = r"""
       `<label>strategy <select id="filter-strategy">${options(META.strategies, "all strategies")}</select></label>` +
       `<label>scenario <select id="filter-scenario">${options(scenarios, "all scenarios")}</select></label>` +
       '<label>search <input id="filter-text" type="search" placeholder="words, e.g. k8s stuck"></label>' +
-      '<span id="count"></span></div>' +
-      `<div class="table-box"><table id="sessions-table"><thead><tr>${head}</tr></thead><tbody></tbody>` +
-      '</table></div><p><button id="more" hidden>show more rows</button></p>' +
+      "</div>" +
+      '<div class="pager"><label>rows per page <select id="page-size">' +
+      PAGE_SIZES.map((n) => `<option value="${n}"${n === state.size ? " selected" : ""}>` +
+                             `${n ? n.toLocaleString("en-US") : "all"}</option>`).join("") + "</select></label>" +
+      '<button id="page-prev" title="previous page">&#9664; previous</button>' +
+      '<span id="count"></span><button id="page-next" title="next page">next &#9654;</button>' +
+      '<span id="matching"></span></div>' +
+      `<div class="table-box" id="sessions-box"><table id="sessions-table"><thead><tr>${head}</tr></thead>` +
+      "<tbody></tbody></table></div>" +
       '<section class="panel" id="detail" hidden></section>' +
       '<section class="panel" id="compare" hidden></section>';
     for (const [id, field] of [["filter-outcome", "outcome"], ["filter-strategy", "strategy"],
@@ -155,7 +192,21 @@ SCRIPT = r"""
       const tr = e.target.closest("tr");
       if (tr && tr.dataset.i !== undefined) openSession(Number(tr.dataset.i));
     });
-    $("more").addEventListener("click", () => { state.limit += PAGE * 2; drawRows(); });
+    $("page-size").addEventListener("change", (e) => {
+      const [start] = pageBounds();
+      state.size = Number(e.target.value);
+      state.page = state.size ? Math.floor(start / state.size) : 0;  // stay near the first row shown
+      toPage(state.page);
+    });
+    $("page-prev").addEventListener("click", () => toPage(state.page - 1));
+    $("page-next").addEventListener("click", () => toPage(state.page + 1));
+    let pending = false;
+    $("sessions-box").addEventListener("scroll", () => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => { pending = false; if (!inView()) drawRows(); });
+    });
+    window.addEventListener("resize", () => { if (!inView()) drawRows(); });
     document.addEventListener("keydown", (e) => {
       if (state.turns === null || e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
       if (e.key === "ArrowRight") step(1);
@@ -171,6 +222,7 @@ SCRIPT = r"""
   }
 
   function kindOf(col) { const c = META.columns.find((x) => x.name === col); return c ? c.kind : "text"; }
+  function unitOf(col) { const c = META.columns.find((x) => x.name === col); return c ? c.unit : "count"; }
 
   function matches(i) {
     if (state.outcome && S.outcome[i] !== state.outcome) return false;
@@ -198,7 +250,8 @@ SCRIPT = r"""
       });
     }
     state.view = view;
-    state.limit = PAGE;
+    state.page = 0;
+    $("sessions-box").scrollTop = 0;
     for (const th of document.querySelectorAll("#sessions-table th")) {
       th.classList.toggle("sorted-asc", th.dataset.col === state.sort && state.dir === 1);
       th.classList.toggle("sorted-desc", th.dataset.col === state.sort && state.dir === -1);
@@ -210,17 +263,69 @@ SCRIPT = r"""
     const v = S[c.name][i];
     if (c.name === "outcome") return `<td class="text"><span class="outcome ${esc(v)}">${esc(v)}</span></td>`;
     if (c.kind === "text") return `<td class="text">${esc(v)}</td>`;
-    return `<td>${num(v, c.name === "cost_usd" ? 5 : 2)}</td>`;
+    const exact = typeof v === "number" && !Number.isInteger(v) ? ` title="${esc(v)}"` : "";  // the true value
+    return `<td${exact}>${num(v, c.unit)}</td>`;
   }
 
+  // Pages of the filtered, sorted rows: state.size rows each (0: one page of all of them).
+  function pages() { return state.size ? Math.max(1, Math.ceil(state.view.length / state.size)) : 1; }
+
+  function toPage(p) {
+    state.page = Math.max(0, Math.min(pages() - 1, p));
+    $("sessions-box").scrollTop = 0;
+    drawRows();
+  }
+
+  // The page shown: [start, end) in state.view.
+  function pageBounds() {
+    const start = state.size ? state.page * state.size : 0;
+    return [start, state.size ? Math.min(state.view.length, start + state.size) : state.view.length];
+  }
+
+  // The rows of the page inside the scroll box's view, [first, last) from the page's start; the box is
+  // never taller than the window (its CSS), so the window's height bounds it before the rows are drawn.
+  function visibleRows() {
+    const box = $("sessions-box");
+    const h = state.rowHeight || 26;
+    const top = box.scrollTop - document.querySelector("#sessions-table thead").offsetHeight;
+    const [start, end] = pageBounds();
+    const height = Math.max(box.clientHeight, window.innerHeight, 320);
+    return [Math.max(0, Math.floor(top / h)), Math.min(end - start, Math.ceil((top + height) / h))];
+  }
+
+  function inView() {
+    const [first, last] = visibleRows();
+    return first >= state.drawn[0] && last <= state.drawn[1];
+  }
+
+  function spacer(px) {
+    return px > 0 ? `<tr class="spacer" aria-hidden="true"><td colspan="${META.columns.length}" ` +
+      `style="height:${px.toFixed(2)}px"></td></tr>` : "";
+  }
+
+  // Draws the rows of the page in view (and OVERSCAN more each side), with spacers standing for the rest
+  // of the page, so a page of all 30,000 rows scrolls as fast as one of 100.
   function drawRows() {
-    const shown = state.view.slice(0, state.limit);
-    document.querySelector("#sessions-table tbody").innerHTML = shown.map((i) =>
+    const [start, end] = pageBounds();
+    const [first, last] = visibleRows();
+    const from = Math.max(0, first - OVERSCAN), to = Math.min(end - start, last + OVERSCAN);
+    state.drawn = [from, to];
+    const h = state.rowHeight || 26;
+    const body = document.querySelector("#sessions-table tbody");
+    body.innerHTML = spacer(from * h) + state.view.slice(start + from, start + to).map((i) =>
       `<tr data-i="${i}"${i === state.open ? ' class="selected"' : ""}>` +
-      META.columns.map((c) => cell(c, i)).join("") + "</tr>").join("");
-    $("count").textContent = `${state.view.length.toLocaleString("en-US")} of ${N.toLocaleString("en-US")} ` +
-      "rows match" + (shown.length < state.view.length ? `; showing ${shown.length}` : "");
-    $("more").hidden = shown.length >= state.view.length;
+      META.columns.map((c) => cell(c, i)).join("") + "</tr>").join("") + spacer((end - start - to) * h);
+    const row = body.querySelector("tr[data-i]");
+    if (!state.rowHeight && row) {
+      state.rowHeight = row.getBoundingClientRect().height;  // every row is one line (no wrapping)
+      if (Math.abs(state.rowHeight - h) > 0.01) { drawRows(); return; }
+    }
+    const n = state.view.length;
+    const en = (x) => x.toLocaleString("en-US");
+    $("count").textContent = n ? `rows ${en(start + 1)}–${en(end)} of ${en(n)}` : "no rows match";
+    $("matching").textContent = n < N ? `(${en(n)} of the run's ${en(N)} rows match the filters)` : "";
+    $("page-prev").disabled = state.page === 0;
+    $("page-next").disabled = state.page >= pages() - 1;
   }
 
   // A session's details ------------------------------------------------------------------------------
@@ -295,7 +400,7 @@ SCRIPT = r"""
     if (!call) return `<div class="bar${mini ? " mini" : ""}"></div>`;
     const parts = KINDS.filter((k) => call[k[0]] > 0).map((k) =>
       `<span style="width:${(100 * call[k[0]] / peak).toFixed(3)}%;background:${k[2]}" ` +
-      `title="${esc(k[1])}: ${call[k[0]].toLocaleString("en-US")} tokens"></span>`).join("");
+      `title="${esc(k[1])}: ${num(call[k[0]], "tokens")} tokens"></span>`).join("");
     return `<div class="bar${mini ? " mini" : ""}">${parts}</div>`;
   }
 
@@ -323,7 +428,7 @@ SCRIPT = r"""
     panel.hidden = false;
     const others = siblings(i);
     const facts = META.columns.filter((c) => c.kind === "number" && c.name !== "session_index")
-      .map((c) => `${esc(c.label)} <b>${num(S[c.name][i], 4)}</b>`).join(" · ");
+      .map((c) => `${esc(c.label)} <b>${num(S[c.name][i], c.unit)}</b>`).join(" · ");
     const compare = others.length && META.events === "on"
       ? '<div class="stepper">Compare with <select id="compare-with">' +
         others.map((s) => `<option value="${esc(s)}">${esc(s)}</option>`).join("") +
@@ -399,20 +504,30 @@ SCRIPT = r"""
     const c = t.decision;
     if (!c) return t.call ? '<p class="empty">(no row in calls.parquet)</p>' : '<p class="empty">no model call</p>';
     const malformed = c.malformed_kind ? ", malformed: " + esc(c.malformed_kind) : "";
+    const cached = c.cached_input_tokens ? ` (${num(c.cached_input_tokens, "tokens")} cached)` : "";
     return `<p><b id="turn-action">${esc(c.action)}</b> on step <code>${esc(c.step_id)}</code> ` +
-      `(attempt ${c.attempt}, ${esc(c.call_kind)} call${malformed})</p>` + traceTable(c.trace);
+      `(attempt ${num(c.attempt)}, ${esc(c.call_kind)} call${malformed})</p>` +
+      `<p class="subtitle" id="turn-call">${num(c.input_tokens, "tokens")} tokens in${cached}, ` +
+      `${num(c.output_tokens, "tokens")} out, <span id="turn-cost">${num(c.cost_usd, "usd")}</span></p>` +
+      traceTable(c.trace);
   }
 
+  // The decision trace: one row per fact looked up, each column's meaning in its tooltip and in the
+  // legend under the table (both from META.trace_columns; the legend is the page's template).
   function traceTable(trace) {
     let entries = [];
     try { entries = JSON.parse(trace || "[]"); } catch (err) { return `<pre>${esc(trace)}</pre>`; }
     if (!Array.isArray(entries) || !entries.length) return '<p class="empty">no fact looked up</p>';
-    const cols = ["key", "depth", "visible", "lookup", "branch", "p", "u", "x"];
-    return '<table class="text" id="turn-trace"><thead><tr>' + cols.map((c) => `<th>${c}</th>`).join("") +
-      "</tr></thead><tbody>" + entries.map((e) => "<tr>" + cols.map((c) => {
-        const v = e[c] === undefined ? "" : e[c];
-        return `<td${c === "visible" && v === false ? ' class="worse"' : ""}>${esc(v)}</td>`;
-      }).join("") + "</tr>").join("") + "</tbody></table>";
+    if (entries[0].kept !== undefined) return `<p>summary${keptText(trace)}</p>`;
+    const cols = META.trace_columns;
+    return '<table class="text" id="turn-trace"><thead><tr>' +
+      cols.map((c) => `<th data-col="${esc(c.name)}" title="${esc(c.name)}: ${esc(c.help)}">${esc(c.name)}</th>`)
+        .join("") + "</tr></thead><tbody>" + entries.map((e) => "<tr>" + cols.map((c) => {
+        const v = e[c.name];
+        const css = [c.unit ? "num" : "", c.name === "visible" && v === false ? "worse" : ""].filter(Boolean);
+        const exact = typeof v === "number" && c.unit === "share" ? ` title="${esc(v)}"` : "";
+        return `<td${css.length ? ` class="${css.join(" ")}"` : ""}${exact}>${num(v, c.unit)}</td>`;
+      }).join("") + "</tr>").join("") + "</tbody></table>" + $("trace-legend-template").innerHTML;
   }
 
   function toolText(call) {
@@ -420,17 +535,26 @@ SCRIPT = r"""
     return '<table class="kv"><tbody>' +
       `<tr><td>tool</td><td>${esc(call.tool || "(no call: prose refused)")}</td></tr>` +
       `<tr><td>status</td><td>${esc(call.status)}${call.error_class ? ` (${esc(call.error_class)})` : ""}</td></tr>` +
-      `<tr><td>output</td><td>${num(call.output_chars)} chars, ${num(call.output_tokens)} tokens</td></tr>` +
+      `<tr><td>output</td><td>${num(call.output_chars)} chars, ${num(call.output_tokens, "tokens")} tokens</td></tr>` +
       "</tbody></table>";
+  }
+
+  // A summary call's trace is [{kept: [keys], n}]: the facts its summary kept.
+  function keptText(trace) {
+    let kept = null;
+    try { kept = (JSON.parse(trace || "[]")[0] || {}).kept; } catch (err) { kept = null; }
+    return Array.isArray(kept) ? `; kept ${kept.length ? kept.map(esc).join(", ") : "no fact"}` : "";
   }
 
   function compactionText(d, t) {
     if (!t.compactions.length) return '<p class="empty">none</p>';
     return "<ul>" + t.compactions.map((c) => {
-      const summary = c.call_index >= 0 && d.calls.get(c.call_index)
-        ? ` (summary call: ${num(d.calls.get(c.call_index).input_tokens)} tokens in)` : "";
+      const call = c.call_index >= 0 ? d.calls.get(c.call_index) : undefined;
+      const summary = call ? ` (summary call: ${num(call.input_tokens, "tokens")} tokens in, ` +
+        `${num(call.cost_usd, "usd")}${keptText(call.trace)})` : "";
       return `<li class="compaction"><b>${esc(c.how || "changed")}</b> in <code>${esc(c.hook)}</code>: ` +
-        `${c.messages_before} → ${c.messages_after} messages, ${num(c.tokens_before)} → ${num(c.tokens_after)} ` +
+        `${num(c.messages_before)} → ${num(c.messages_after)} messages, ${num(c.tokens_before, "tokens")} → ` +
+        `${num(c.tokens_after, "tokens")} ` +
         `tokens${summary}${c.facts_dropped ? `; last copy of <b>${esc(c.facts_dropped)}</b> removed` : ""}</li>`;
     }).join("") + "</ul>";
   }
@@ -446,8 +570,8 @@ SCRIPT = r"""
 
   function turnView(d, t) {
     const call = t.call;
-    const prompt = call ? `${num(total(call))} tokens (system ${num(call.system_tokens)}, ` +
-      `${call.messages} messages)` : "no model call this turn";
+    const prompt = call ? `${num(total(call), "tokens")} tokens (system ${num(call.system_tokens, "tokens")}, ` +
+      `${num(call.messages)} messages)` : "no model call this turn";
     return `<h3>Turn ${t.turn}${t.agent && t.agent !== "agent" ? " · agent " + esc(t.agent) : ""}</h3>` +
       `<p id="turn-prompt">What the model saw: ${prompt}</p>` + bar(call, d.peak, false) +
       '<div class="turn-grid"><div><h3>Decision</h3>' + decisionText(t) + "</div>" +
@@ -497,8 +621,10 @@ SCRIPT = r"""
       rows.push(`<tr data-turn="${turn}"${attrs}><td class="turn">${isFirst ? "&#9670; " : ""}${turn}</td>` +
         `<td>${side(ta, peak)}</td><td>${side(tb, peak)}</td></tr>`);
     }
-    const head = `<tr><th class="turn">turn</th><th>A: ${esc(a)} (${esc(S.outcome[ia])})</th>` +
-      `<th>B: ${esc(b)} (${esc(S.outcome[ib])})</th></tr>`;
+    const about = (j) => [esc(S.outcome[j]), ...["input_tokens", "latency_s", "cost_usd"].filter((c) => S[c])
+      .map((c) => num(S[c][j], unitOf(c)) + (c === "input_tokens" ? " tokens in" : ""))].join(", ");
+    const head = `<tr><th class="turn">turn</th><th>A: ${esc(a)} (${about(ia)})</th>` +
+      `<th>B: ${esc(b)} (${about(ib)})</th></tr>`;
     $("compare-body").innerHTML = `<div id="divergence">${divergence(first, a, b)}</div>` +
       `<div class="table-box"><table id="compare-table"><thead>${head}</thead><tbody>${rows.join("")}</tbody>` +
       "</table></div>";
@@ -524,11 +650,12 @@ SCRIPT = r"""
     if (!t) return '<span class="empty">(session over)</span>';
     const d = t.decision;
     const what = d ? `<b>${esc(d.action)}</b> <code>${esc(d.step_id)}</code>` : '<span class="empty">no call</span>';
-    const tokens = t.call ? ` · ${num(total(t.call))} tok` : "";
+    const tokens = t.call ? ` · ${num(total(t.call), "tokens")} tok` : "";
+    const cost = d && d.cost_usd !== undefined ? ` · ${num(d.cost_usd, "usd")}` : "";
     const comp = t.compactions.map((c) => `<span class="badge">${esc(c.how || "changed")} ` +
-      `${num(c.tokens_before - c.tokens_after)} tok</span>`).join("");
+      `${num(c.tokens_before - c.tokens_after, "tokens")} tok</span>`).join("");
     const lost = t.lost.map((l) => `<span class="badge lost">lost ${esc(l.fact)}</span>`).join("");
-    return `${what}${tokens}${bar(t.call, peak, true)}${comp}${lost}`;
+    return `${what}${tokens}${cost}${bar(t.call, peak, true)}${comp}${lost}`;
   }
 
   build();
