@@ -23,7 +23,7 @@ from matplotlib.ticker import FuncFormatter
 
 from harness.core.files import write_atomically
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
-from reports.plots import new_figure, no_data, plot_style, png_bytes, thousands
+from reports.plots import log_ticks, new_figure, no_data, plot_style, png_bytes, thousands
 from reports.tables import Cell, Table
 
 __all__ = ["PLOT_NAMES", "comparison_table", "draw_fit_plots", "ks_words", "render_fit_html",
@@ -154,8 +154,11 @@ def _qq(ax: Any, x: np.ndarray, y: np.ndarray, *, log: bool) -> None:
     if log and low > 0:
         ax.set_xscale("log")
         ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(thousands))
-    ax.yaxis.set_major_formatter(FuncFormatter(thousands))
+        log_ticks(ax.xaxis, thousands)
+        log_ticks(ax.yaxis, thousands)
+    else:
+        ax.xaxis.set_major_formatter(FuncFormatter(thousands))
+        ax.yaxis.set_major_formatter(FuncFormatter(thousands))
     ax.legend(loc="upper left", frameon=False)
 
 

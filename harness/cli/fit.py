@@ -24,8 +24,13 @@ MAX_SEED = 2**63 - 1
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench fit``."""
-    fit = subparsers.add_parser("fit", help="fit a workload config to agent transcripts, with a report comparing "
-                                            "the measured and the generated sessions")
+    fit = subparsers.add_parser(
+        "fit", help="fit a workload config to agent transcripts, with a report comparing the measured and the "
+                    "generated sessions", allow_abbrev=False,
+        description="Measure recorded agent sessions (trace files) and write a run config (--out) whose scenario "
+                    "generates sessions like them, plus a report folder (report.html, report.md) putting the "
+                    "measured and the generated sessions side by side; print the paths written. Exit 0; 2 when "
+                    "a trace or a flag is wrong or an output exists without --force (one line on stderr).")
     fit.add_argument("traces", nargs="+", metavar="TRACE", help="trace files or directories")
     fit.add_argument("--out", required=True, help="the run config to write (e.g. workload.toml)")
     fit.add_argument("--format", default=None, help="trace format (default: detected from each file)")
@@ -47,19 +52,67 @@ def _say(quiet: bool) -> Callable[[str], None]:
 
 
 def _check_outputs(out: Path, report: Path, force: bool) -> None:
-    """UsageError before any work when an output cannot or may not be written."""
-    if out.is_dir():
-        raise UsageError(f"--out: {out} is a directory")
-    if out.exists() and not force:
-        raise UsageError(f"--out: {out} exists (use --force to replace it)")
-    if not out.parent.is_dir():
-        raise UsageError(f"--out: the folder {out.parent} does not exist")
-    if report.exists() and not report.is_dir():
-        raise UsageError(f"--report: {report} exists and is not a folder")
-    if report.exists() and not force:
-        raise UsageError(f"--report: {report} exists (use --force to replace it)")
-    if not report.parent.is_dir():
-        raise UsageError(f"--report: the folder {report.parent} does not exist")
+    """UsageError before any work when an output cannot or may not be written: either path fails
+    `check_output_path` (which also refuses a run directory's own files), ``--out`` lies inside the report
+    folder, or the report folder is one fit may not replace whole even with ``force`` (`_not_a_fit_report`);
+    an existing output without ``force``."""
+    from harness.core.output_paths import OutputPathError, check_output_path
+
+    try:
+        check_output_path(out, flag="--out", directory=False)
+        check_output_path(report, flag="--report", directory=True)
+        if not os.path.exists(out.parent):  # the files are made, not the folders they go in
+            raise UsageError(f"--out: the folder {out.parent} does not exist")
+        if not os.path.exists(report.parent):
+            raise UsageError(f"--report: the folder {report.parent} does not exist")
+        real_out, real_report = Path(os.path.realpath(out)), Path(os.path.realpath(report))
+        if real_out == real_report or real_report in real_out.parents:
+            raise UsageError(f"--out: {out} is inside the --report folder {report}, which fit replaces whole "
+                             "(write the config elsewhere)")
+        if os.path.lexists(report):
+            refusal = _not_a_fit_report(report)
+            if refusal is not None:
+                raise UsageError(f"--report: {report} {refusal}; fit replaces the report folder whole, so it "
+                                 "must be new, empty or an earlier fit report (even with --force)")
+            if not force:
+                raise UsageError(f"--report: {report} exists (use --force to replace it)")
+        if out.exists() and not force:
+            raise UsageError(f"--out: {out} exists (use --force to replace it)")
+    except OutputPathError as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:  # a folder that cannot be listed
+        raise UsageError(f"--report: {report} cannot be used ({e.strerror or e})") from None
+
+
+def _not_a_fit_report(report: Path) -> str | None:
+    """Why the existing folder ``report`` is not one fit may replace, else None: a symbolic link, a run
+    directory, or a folder holding anything fit did not write (``report.html``, ``report.md``,
+    ``plots/<plot>.png``, and the temporary files of an interrupted write)."""
+    from harness.core.files import TEMP_SUFFIX
+    from harness.core.output_paths import is_run_directory
+    from reports.fit import PLOT_NAMES
+
+    if report.is_symlink():
+        return "is a symbolic link (name the folder itself)"
+    if is_run_directory(report):
+        return "is a run directory"
+
+    def stranger_in(folder: Path, files: set[str]) -> Path | None:
+        for entry in sorted(folder.iterdir()):
+            real_dir = entry.is_dir() and not entry.is_symlink()
+            if not entry.is_dir() and (entry.name in files or (entry.name.startswith(".")
+                                                              and entry.name.endswith(TEMP_SUFFIX))):
+                continue
+            if folder == report and entry.name == "plots" and real_dir:
+                inner = stranger_in(entry, {f"{name}.png" for name in PLOT_NAMES})
+                if inner is None:
+                    continue
+                return inner
+            return entry
+        return None
+
+    stranger = stranger_in(report, {"report.html", "report.md"})
+    return None if stranger is None else f"holds {stranger.relative_to(report)}, which fit did not write"
 
 
 def _replace_folder(report: Path, write: Callable[[Path], object]) -> None:
@@ -90,6 +143,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--format: unknown format {args.format!r} (known: {', '.join(FORMATS)})")
     _check_outputs(out, report, args.force)
 
+    from harness.core.files import write_atomically
     from harness.run.fitting import (
         FitError,
         fit,
@@ -97,13 +151,16 @@ def handle(args: argparse.Namespace) -> int:
         measure,
         report_inputs,
         workload_config,
-        write_workload,
+        workload_toml,
     )
     from reports.fit import write_fit_report
 
     say = _say(args.quiet)
+    # The names written into the config and the report: text, whatever bytes a file name holds.
+    sources = [os.fsencode(t).decode("utf-8", "replace") for t in args.traces]
+    read_notes: list[str] = []
     try:
-        sessions = load_traces([Path(t) for t in args.traces], args.format)
+        sessions = load_traces([Path(t) for t in args.traces], args.format, notes=read_notes)
     except TraceError as e:
         raise UsageError(str(e)) from None
     if not sessions:
@@ -120,12 +177,16 @@ def handle(args: argparse.Namespace) -> int:
         if done % step == 0 or done == total:
             say(f"generating comparison sessions: {done}/{total}")
 
+    for note in read_notes:
+        print(f"ctxbench: note: {note}", file=sys.stderr)
     generated_side = generated_measures(workload_config(fitted, seed=args.seed), sessions=args.sessions,
                                         seed=args.seed, progress=generated)
-    data = report_inputs(fitted, generated_side, sources=args.traces)
+    data = report_inputs(fitted, generated_side, sources=sources)
+    # The config's text first (it is parsed back as it is made): nothing is written unless it is sound.
+    text = workload_toml(fitted, seed=args.seed, sources=sources)
     say("writing the report")
     _replace_folder(report, lambda folder: write_fit_report(folder, data))
-    write_workload(fitted, out, seed=args.seed, sources=args.traces)
+    write_atomically(out, text.encode("utf-8"))
     for note in fitted.notes:
         say(f"note: {note}")
     print(out)

@@ -6,11 +6,15 @@ its report.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers, names
+from harness.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -20,7 +24,12 @@ def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench replay``."""
     replay = subparsers.add_parser(
         "replay", help="replay recorded agent sessions under every strategy: exact tokens, cost, cache hits and "
-                       "hidden tool outputs per strategy")
+                       "hidden tool outputs per strategy", allow_abbrev=False,
+        description="Read recorded agent sessions (trace files) and replay each under every strategy with exact "
+                    "token accounting: no simulated model, the recorded calls' contexts as each strategy would "
+                    "have shaped them. Writes a run directory (sessions, calls and hidden-output tables) and its "
+                    "report, and prints their paths. Exit 0; 2 when a trace, the config or a flag is wrong (one "
+                    "line on stderr).")
     replay.add_argument("traces", nargs="+", metavar="TRACE",
                         help="trace files or session directories (a directory of traces is read whole)")
     replay.add_argument("--format", default=None,
@@ -31,7 +40,8 @@ def add_parser(subparsers: Subparsers) -> None:
                              "registered strategy with its defaults)")
     replay.add_argument("--strategies", help="comma-separated strategy names (or labels of --config)")
     replay.add_argument("--model", help="model profile: window, prices and cache rules (default: the config's)")
-    replay.add_argument("--out", help="run directory to create (default: runs/replay-<first trace's name>)")
+    replay.add_argument("--out", help="run directory to create (default: runs/replay-<trace's name> for one "
+                                      "trace, runs/replay for several)")
     replay.add_argument("--quiet", action="store_true", help="no progress on stderr")
     replay.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
     replay.set_defaults(func=handle)
@@ -52,12 +62,45 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
         known = {e["name"]: e for e in entries}
         unknown = [n for n in wanted if n not in known]
         if unknown:
-            raise UsageError(f"--strategies: unknown strategy {unknown[0]!r} (known: {', '.join(known)})")
+            raise UsageError(f"--strategies: unknown strategy {unknown[0]!r}{did_you_mean(unknown[0], known)} "
+                             f"(known: {', '.join(known)})")
         entries = [known[n] for n in wanted]
     data: dict[str, object] = {"strategies": entries}
     if args.model is not None:
         data["model"] = args.model
     return config_from_data(data, "--model" if args.model else None)
+
+
+#: The longest trace name (UTF-8 bytes) the default run directory's name takes in: a file system allows 255.
+MAX_DEFAULT_NAME_BYTES = 200
+
+
+def default_out(paths: Sequence[Path]) -> Path:
+    """Where a replay is written without ``--out``: ``runs/replay-<name>`` for one trace (the file's name
+    without its suffix, or the folder's name), ``runs/replay`` for several (no one trace names them all).
+    The name is made printable text: bytes that are not UTF-8 become U+FFFD, control characters ``_``."""
+    if len(paths) != 1:
+        return Path("runs") / "replay"
+    name = os.fsencode(Path(os.path.abspath(paths[0])).stem).decode("utf-8", "replace")
+    name = "".join(c if c.isprintable() else "_" for c in name)
+    name = name.encode()[:MAX_DEFAULT_NAME_BYTES].decode("utf-8", "ignore")
+    return Path("runs") / (f"replay-{name}" if name else "replay")
+
+
+def check_out(out: Path) -> None:
+    """UsageError unless ``out`` can become the run directory: it can be made (`check_output_path`) and is
+    absent or an empty directory."""
+    from harness.core.output_paths import OutputPathError, check_output_path
+
+    try:
+        check_output_path(out, flag="--out", directory=True)
+        taken = out.is_dir() and any(out.iterdir())
+    except OutputPathError as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:  # a folder that cannot be listed
+        raise UsageError(f"--out: {out} cannot be used ({e.strerror or e})") from None
+    if taken:
+        raise UsageError(f"--out: {out}: already exists and is not an empty directory (choose another --out)")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -67,12 +110,16 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.format is not None and args.format not in FORMATS:
         raise UsageError(f"--format: unknown trace format {args.format!r} (known: {', '.join(FORMATS)})")
-    config = replay_config(args)
     paths = [Path(t) for t in args.traces]
-    sessions = load_traces(paths, args.format)
+    out = Path(args.out) if args.out else default_out(paths)
+    check_out(out)
+    config = replay_config(args)
+    notes: list[str] = []
+    sessions = load_traces(paths, args.format, notes=notes)
     if not sessions:
         raise UsageError(f"{args.traces[0]}: no sessions found in the traces given")
-    out = Path(args.out) if args.out else Path("runs") / f"replay-{paths[0].stem or 'traces'}"
+    for note in notes:
+        print(f"ctxbench: note: {note}", file=sys.stderr)
     try:
         summary = replay_traces(sessions, config, out, quiet=args.quiet)
     except AccountingError as e:

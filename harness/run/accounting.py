@@ -89,6 +89,14 @@ class AccountingSummary:
     wall_s: float
 
 
+#: The calls table's columns, so that a run whose recorded sessions hold no model call (a trace of the task
+#: alone) still has them all: each such session is a sessions row with no calls, as the tables can say.
+CALLS_SCHEMA = pa.schema([("scenario", pa.string()), ("session_index", pa.int64()), ("strategy", pa.string()),
+                          ("call_index", pa.int64()), ("call_kind", pa.string()), ("input_tokens", pa.int64()),
+                          ("cached_input_tokens", pa.int64()), ("cache_write_tokens", pa.int64()),
+                          ("output_tokens", pa.int64()), ("context_tokens", pa.int64()), ("cost_usd", pa.float64()),
+                          ("tokens_freed", pa.int64()), ("hidden_outputs", pa.int64()),
+                          ("hidden_output_tokens", pa.int64())])
 #: The hidden-outputs table's columns, so that a run in which nothing was hidden still has them all.
 HIDDEN_SCHEMA = pa.schema([("scenario", pa.string()), ("session_index", pa.int64()), ("strategy", pa.string()),
                            ("tool_use_id", pa.string()), ("tool", pa.string()), ("tokens", pa.int64()),
@@ -134,7 +142,7 @@ def replay_traces(sessions: Sequence[ImportedSession], config: RunConfig, out: P
         progress.close()
     tables = {
         SESSIONS_TABLE: _parquet(session_rows),
-        CALLS_TABLE: _parquet(call_rows),
+        CALLS_TABLE: _parquet(call_rows, CALLS_SCHEMA),
         HIDDEN_TABLE: _parquet(hidden_rows, HIDDEN_SCHEMA),
     }
     rows = {SESSIONS_TABLE: len(session_rows), CALLS_TABLE: len(call_rows), HIDDEN_TABLE: len(hidden_rows)}

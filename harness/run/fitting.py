@@ -4,7 +4,9 @@ generators produce sessions like them, and measure what those params generate, f
 `measure` reads imported sessions (`harness.run.traces`) into `WorkloadMeasures`; `fit` turns them
 into a `WorkloadFit` (a lognormal of payload sizes with its goodness of fit, the session length, and
 scenario family weights from the tool mix); `workload_toml` / `write_workload` write it as a run
-config that `harness.run.config.load_config` loads; `generated_measures` replays sessions of that
+config that `harness.run.config.load_config` loads (names from the transcripts, which may hold any
+character, are written through `toml_string` and `toml_comment`, and the text is parsed back before it is
+returned); `generated_measures` replays sessions of that
 config under ``unbounded`` with the mock model and measures them the same way. `synthetic_sessions`
 and `write_synthetic_traces` make transcripts from ctxbench's own generators (known truth for tests).
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import statistics
 import tomllib
 from collections import Counter
@@ -55,6 +58,8 @@ __all__ = [
     "mix_weights",
     "report_inputs",
     "synthetic_sessions",
+    "toml_comment",
+    "toml_string",
     "workload_config",
     "workload_toml",
     "write_synthetic_traces",
@@ -284,11 +289,16 @@ class LognormalFit:
         return np.exp(math.log(self.median) + self.sigma * z)
 
 
+#: The size an empty tool output counts as in the lognormal (which has no zero): one byte.
+MIN_PAYLOAD_BYTES = 1
+
+
 def fit_lognormal(sizes: Sequence[int] | np.ndarray) -> LognormalFit:
-    """The maximum-likelihood lognormal of ``sizes`` (positive) and its Kolmogorov-Smirnov test."""
-    values = np.sort(np.asarray(sizes, dtype=float))
-    if not len(values) or values[0] <= 0:
-        raise ValueError("a lognormal needs at least one size, all positive")
+    """The maximum-likelihood lognormal of ``sizes`` and its Kolmogorov-Smirnov test. An empty output
+    (size 0) is an output too: it counts as `MIN_PAYLOAD_BYTES`."""
+    values = np.sort(np.maximum(np.asarray(sizes, dtype=float), MIN_PAYLOAD_BYTES))
+    if not len(values) or not np.isfinite(values).all():
+        raise ValueError("a lognormal needs at least one size, all finite")
     logs = np.log(values)
     mu, sigma = float(logs.mean()), float(logs.std())
     n = len(values)
@@ -467,7 +477,7 @@ def fit(measures: WorkloadMeasures, *, calibrate: bool = True, seed: int = 0,
                      "weights are used")
     elif unmatched:
         notes.append(f"families: {1 - matched:.0%} of the tool calls use tools no family uses "
-                     f"({', '.join(unmatched)}); the weights come from the other calls")
+                     f"({', '.join(toml_string(t) for t in unmatched)}); the weights come from the other calls")
 
     target_mu, target_sigma = math.log(payload.median), payload.sigma
     mu, sigma = target_mu, target_sigma
@@ -529,16 +539,48 @@ def _comments(fitted: WorkloadFit) -> dict[str, list[str]]:
     }
 
 
+#: Characters a TOML basic string writes as escapes (TOML 1.0, "String"): the quote, the backslash and the
+#: control characters (tab too, for one-line readability); the short escapes where TOML has them.
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_TOML_ESCAPED = re.compile(r'["\\\x00-\x1f\x7f]')
+#: Lone surrogates: no TOML text (UTF-8) can hold one; written as U+FFFD.
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+#: Characters a TOML comment may not hold (control characters other than tab).
+_COMMENT_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string, quotes included: ``"`` and ``\\`` and control characters escaped by
+    the TOML spec, a lone surrogate (not a Unicode scalar value) written as U+FFFD."""
+    text = _SURROGATES.sub("\ufffd", text)
+    return '"' + _TOML_ESCAPED.sub(lambda m: _TOML_ESCAPES.get(m.group(), f"\\u{ord(m.group()):04X}"), text) + '"'
+
+
+def toml_comment(text: str) -> str:
+    """``text`` as one TOML comment line: a control character (a newline in a name) is written as its
+    escape, so the comment can neither end early nor hold what TOML forbids; lone surrogates as U+FFFD."""
+    text = _SURROGATES.sub("\ufffd", text)
+    return "# " + _COMMENT_FORBIDDEN.sub(lambda m: toml_string(m.group())[1:-1], text)
+
+
+def _source_name(source: str) -> str:
+    """A transcript's name in the header comment: as given, quoted (`toml_string`) when it holds a quote, a
+    backslash, a comma or a character that is not printable, so a list of names reads unambiguously."""
+    plain = source.isprintable() and not any(c in source for c in '"\\,') and not _SURROGATES.search(source)
+    return source if plain else toml_string(source)
+
+
 def workload_toml(fitted: WorkloadFit, *, sessions: int = DEFAULT_RUN_SESSIONS, seed: int = 0,
                   sources: Sequence[str] = ()) -> str:
     """`workload_config` as TOML text, with a comment line above each fitted value saying where it came
-    from and the fit's notes at the top."""
+    from and the fit's notes at the top. The text is parsed back (`tomllib`) before it is returned:
+    ValueError if it does not read back as exactly the config."""
     data = workload_config(fitted, sessions=sessions, seed=seed)
     comments = _comments(fitted)
     lines = ["# A ctxbench workload fitted to agent transcripts by `ctxbench fit`."]
     if sources:
-        lines.append(f"# Transcripts: {', '.join(sources)}")
-    lines += [f"# Note: {note}" for note in fitted.notes]
+        lines.append(toml_comment(f"Transcripts: {', '.join(_source_name(s) for s in sources)}"))
+    lines += [toml_comment(f"Note: {note}") for note in fitted.notes]
     for key in ("sessions", "seed", "model"):
         lines.append(tomli_w.dumps({key: data[key]}).strip())
     (entry,) = data["scenarios"]
@@ -548,14 +590,19 @@ def workload_toml(fitted: WorkloadFit, *, sessions: int = DEFAULT_RUN_SESSIONS, 
     for key, value in entry.items():
         if key == "weights":
             continue
-        lines += [f"# {line}" for line in comments.get(key, [])]
+        lines += [toml_comment(line) for line in comments.get(key, [])]
         lines.append(tomli_w.dumps({key: value}).strip())
     if "weights" in entry:
-        lines += ["", *[f"# {line}" for line in comments["weights"]], "[scenarios.weights]"]
+        lines += ["", *[toml_comment(line) for line in comments["weights"]], "[scenarios.weights]"]
         lines += [tomli_w.dumps({name: weight}).strip() for name, weight in entry["weights"].items()]
     text = "\n".join(lines) + "\n"
     # The text is assembled by hand for its comments: it must still read back as exactly the data.
-    assert tomllib.loads(text) == data, "workload TOML does not round-trip"
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"the workload TOML does not parse ({e})") from None
+    if parsed != data:
+        raise ValueError("the workload TOML does not read back as the fitted config")
     return text
 
 

@@ -11,7 +11,10 @@ messages of one role are merged); ``messages[0]`` is the user's task; tool calls
 assistant messages, each answered by a ToolResult in the next (user) message, except the calls of a final
 assistant message; orphan results, unanswered calls and duplicate ids are errors. Tool result text: text
 parts joined with newlines, structured content as JSON with sorted keys, images and other binary content as
-short placeholders such as ``[image omitted]``. Loading only reads: nothing is written.
+short placeholders such as ``[image omitted]``. Loading only reads: nothing is written. Only regular files
+are read (a named pipe or a device is refused, not waited on); a walked folder reaches each real folder and
+file once, whatever symbolic links loop back into it; what reading had to change (lone surrogates replaced)
+is collected as notes (`load_traces`' ``notes``).
 
 Every problem with a trace raises `TraceError`, whose text is one line naming the file and a line or JSON
 path.
@@ -19,14 +22,16 @@ path.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.run.traces import anthropic, atif, openai_chat, openai_responses, openhands, strands
-from harness.run.traces.normal import FORMATS, ImportedSession, TraceError, type_name
-from harness.run.traces.reading import JSONL_SUFFIXES, TraceText, read_trace
+from harness.run.traces.normal import FORMATS, ImportedSession, TraceError, replace_surrogates, type_name
+from harness.run.traces.reading import JSONL_SUFFIXES, TraceText, collecting_notes, read_trace
 
 __all__ = ["FORMATS", "ImportedSession", "TraceError", "detect_format", "dump_session", "load_trace",
            "load_traces"]
@@ -72,29 +77,54 @@ def load_trace(path: Path, fmt: str | None = None) -> list[ImportedSession]:
         if fmt not in _DIR_LOADERS:
             raise TraceError(str(path), "directory", f"a {fmt} trace is a file, not a directory")
         try:
-            return _DIR_LOADERS[fmt](path)
+            return [_named(s) for s in _DIR_LOADERS[fmt](path)]
         except OSError as e:  # a session directory or file that cannot be listed or opened
             raise TraceError(str(path), "directory", f"cannot be read ({e.strerror or e})") from None
     if fmt in _DIR_LOADERS:
         raise TraceError(str(path), "line 1", f"a {fmt} trace is a session directory, not a file")
     trace = read_trace(path)
-    return _FILE_PARSERS[fmt or _sniff(trace)](trace, path.stem)
+    return [_named(s) for s in _FILE_PARSERS[fmt or _sniff(trace)](trace, path.stem)]
 
 
-def load_traces(paths: Sequence[Path], fmt: str | None = None) -> list[ImportedSession]:
+def _named(session: ImportedSession) -> ImportedSession:
+    """``session`` with the names taken from file names (its source, an id derived from a name) made text:
+    a name's bytes that are not UTF-8 (Python keeps them as lone surrogates) become U+FFFD, as in JSON."""
+    source, fixed_source = replace_surrogates(session.source)
+    session_id, fixed_id = replace_surrogates(session.session_id)
+    if not fixed_source and not fixed_id:
+        return session
+    return dataclasses.replace(session, source=source, session_id=session_id)
+
+
+def load_traces(paths: Sequence[Path], fmt: str | None = None, *,
+                notes: list[str] | None = None) -> list[ImportedSession]:
     """The sessions of all ``paths``, in order. A directory that is not itself a strands or OpenHands session
     directory is walked (sorted, hidden entries skipped) for trace files (`TRACE_SUFFIXES`) and session
-    directories."""
+    directories. Each real folder is walked once and each real file or session directory read once, however
+    many paths or symbolic links lead to it: a link back into a folder already walked (a loop) is skipped.
+    ``notes`` receives one line per file whose text reading had to change (lone surrogates replaced)."""
+    if notes is None:
+        return _load_all(paths, fmt)
+    with collecting_notes() as collected:
+        sessions = _load_all(paths, fmt)
+    notes.extend(dict.fromkeys(collected))
+    return sessions
+
+
+def _load_all(paths: Sequence[Path], fmt: str | None) -> list[ImportedSession]:
     sessions: list[ImportedSession] = []
+    seen: set[tuple[int, int]] = set()
     for path in paths:
         _check_format_name(path, fmt)
         if path.is_dir() and not _is_session_dir(path):
-            found = _walk(path)
+            found = _walk(path, seen)
+            if found is None:  # this folder was walked already (given twice, or through a link)
+                continue
             if not found:
                 raise TraceError(str(path), "directory", "no trace files (*.json, *.jsonl) or session directories")
             for item in found:
                 sessions.extend(load_trace(item, fmt))
-        else:
+        elif _first_visit(path, seen):
             sessions.extend(load_trace(path, fmt))
     return sessions
 
@@ -134,14 +164,49 @@ def _detect_dir(path: Path) -> str:
                      "agents/ (strands session) or messages/ (strands agent)")
 
 
-def _walk(directory: Path) -> list[Path]:
+def _first_visit(path: Path, seen: set[tuple[int, int]]) -> bool:
+    """Whether the real file or folder ``path`` leads to (device and inode, after links) is new to ``seen``;
+    one that cannot be looked up counts as new (reading it will say what is wrong)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return True
+    key = (info.st_dev, info.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _listing(directory: Path) -> Iterator[Path]:
+    try:
+        return iter(sorted(directory.iterdir()))
+    except OSError as e:
+        raise TraceError(str(directory), "directory", f"cannot be listed ({e.strerror or e})") from None
+
+
+def _walk(directory: Path, seen: set[tuple[int, int]]) -> list[Path] | None:
+    """The trace files and session directories under ``directory``, depth first in sorted order, each real
+    folder walked once (None when ``directory`` itself was); without recursion, so depth is no limit."""
+    if not _first_visit(directory, seen):
+        return None
     found: list[Path] = []
-    for entry in sorted(directory.iterdir()):
+    stack = [_listing(directory)]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            found.extend([entry] if _is_session_dir(entry) else _walk(entry))
-        elif entry.suffix.lower() in TRACE_SUFFIXES:
+            if not _first_visit(entry, seen):
+                continue
+            if _is_session_dir(entry):
+                found.append(entry)
+            else:
+                stack.append(_listing(entry))
+        elif entry.suffix.lower() in TRACE_SUFFIXES and _first_visit(entry, seen):
             found.append(entry)
     return found
 

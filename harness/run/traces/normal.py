@@ -139,6 +139,49 @@ class JsonReader:
         return None if value is None else self.string(value, child(where, key))
 
 
+#: A UTF-16 surrogate code point: in a decoded JSON string, always a lone one (pairs decode to one character).
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def replace_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` (parsed JSON) with every lone surrogate in its strings and keys replaced by U+FFFD, and
+    how many there were. Containers are fixed in place (a dict whose keys change is rebuilt)."""
+    count = 0
+
+    def fixed(text: str) -> str:
+        nonlocal count
+        found = len(_SURROGATE.findall(text))
+        if not found:
+            return text
+        count += found
+        return _SURROGATE.sub("\ufffd", text)
+
+    def rekeyed(d: dict[str, Any]) -> dict[str, Any]:
+        if not any(isinstance(k, str) and _SURROGATE.search(k) for k in d):
+            return d
+        return {fixed(k): v for k, v in d.items()}
+
+    if isinstance(value, str):
+        return fixed(value), count
+    if isinstance(value, dict):
+        value = rekeyed(value)
+    stack = [value] if isinstance(value, dict | list) else []
+    while stack:
+        item = stack.pop()
+        keys = item.keys() if isinstance(item, dict) else range(len(item))
+        for key in keys:
+            inner = item[key]
+            if isinstance(inner, str):
+                if _SURROGATE.search(inner):
+                    item[key] = fixed(inner)
+            elif isinstance(inner, dict):
+                item[key] = inner = rekeyed(inner)
+                stack.append(inner)
+            elif isinstance(inner, list):
+                stack.append(inner)
+    return value, count
+
+
 def structured_text(value: Any) -> str:
     """Structured tool output as text: JSON with sorted keys (the normal form's rule)."""
     return json.dumps(value, sort_keys=True)
@@ -155,7 +198,8 @@ def parse_arguments(arguments: Any) -> dict[str, Any]:
         parsed = json.loads(arguments)
     except (ValueError, RecursionError):
         return {"_raw_arguments": arguments}
-    return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
+    # The text itself is clean (its file was), but its escapes may decode to lone surrogates.
+    return replace_surrogates(parsed)[0] if isinstance(parsed, dict) else {"_raw_arguments": arguments}
 
 
 def arguments_text(arguments: Mapping[str, Any]) -> str:

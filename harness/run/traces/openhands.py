@@ -26,6 +26,7 @@ keeps the full history), ``ConversationStateUpdateEvent``, ``PauseEvent``, ``Int
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def load(path: Path) -> list[ImportedSession]:
 
 def _base_state(path: Path) -> tuple[str | None, str | None]:
     state_file = path / "base_state.json"
-    if not state_file.is_file():
+    if not os.path.lexists(state_file):  # anything else by that name (a pipe, a folder) is read and refused
         return None, None
     state = read_json(state_file)
     if not isinstance(state, dict):

@@ -3,16 +3,29 @@
 A file is one JSON document, or JSONL (one JSON value per line: by its ``.jsonl``/``.ndjson`` suffix, or
 because the whole text is several JSON values one after another). Syntax errors name the line
 (`json.JSONDecodeError.lineno`; for JSONL, the file's line).
+
+Only regular files are read (`read_text`): a named pipe, a device or a socket is refused in one line
+instead of blocking. Every JSON text goes through `parse_json`: nesting deeper than `MAX_JSON_DEPTH` and an
+integer longer than Python converts (`sys.get_int_max_str_digits`) are errors naming the JSON path; a lone
+UTF-16 surrogate (``"\\ud800"``: legal JSON, written by tools that cut a character in half) becomes U+FFFD,
+and the file's count of them is a note (`collecting_notes`), since no table or page can hold one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import stat
+import sys
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.run.traces.normal import JsonReader, TraceError, child, type_name
+from harness.run.traces.normal import JsonReader, TraceError, child, replace_surrogates, type_name
 
 #: The largest trace file read: real sessions are a few MB; the bound keeps ``/dev/zero`` from reading forever.
 MAX_TRACE_BYTES = 256 * 2**20
@@ -20,6 +33,8 @@ MAX_TRACE_BYTES = 256 * 2**20
 #: recursion limit somewhere near a thousand levels).
 MAX_JSON_DEPTH = 256
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
+#: A JSON escape of a UTF-16 surrogate (half of a pair, or a lone one).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +58,8 @@ def read_text(path: Path) -> str:
     """The UTF-8 text of a trace file; TraceError for a missing, unreadable, huge, binary or non-UTF-8 file."""
     source = str(path)
     try:
-        with path.open("rb") as f:
-            # A binary file (``/dev/zero``, an archive) shows itself in its first megabyte: refuse it before
+        with _open_regular(path) as f:
+            # A binary file (an archive, an image) shows itself in its first megabyte: refuse it before
             # reading up to the size bound.
             raw = f.read(2**20)
             if b"\x00" not in raw:
@@ -55,6 +70,8 @@ def read_text(path: Path) -> str:
         raise TraceError(source, "line 1", "is a directory, not a trace file") from None
     except OSError as e:  # permissions, a symlink loop, a name too long, ...
         raise TraceError(source, "line 1", f"cannot be read ({e.strerror or e})") from None
+    except ValueError:  # a NUL character in the name (only an in-process caller can pass one)
+        raise TraceError(source.replace("\0", "\\0"), "line 1", "the name holds a NUL character") from None
     if len(raw) > MAX_TRACE_BYTES:
         raise TraceError(source, "line 1", f"larger than {MAX_TRACE_BYTES // 2**20} MiB, not a trace")
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -71,10 +88,40 @@ def read_text(path: Path) -> str:
             source, f"line {line}", f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
 
 
+def _open_regular(path: Path) -> Any:
+    """``path`` opened for reading in binary, when it is a regular file (after following links); OSError
+    otherwise. Opened without blocking, so that a named pipe with no writer is refused, not waited on."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{_kind(mode)}, not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
 def read_json(path: Path) -> Any:
     """One JSON document (for the files of directory formats)."""
     source = str(path)
-    return _loads(read_text(path), source, 0)
+    value, replaced = parse_json(read_text(path), source, 0)
+    _note_surrogates(source, replaced)
+    return value
 
 
 def read_trace(path: Path) -> TraceText:
@@ -85,37 +132,113 @@ def read_trace(path: Path) -> TraceText:
         raise TraceError(source, "line 1", "empty file, not a trace")
     if path.suffix.lower() not in JSONL_SUFFIXES:
         try:
-            return TraceText(source, (Record(_checked(json.loads(text), text, source, 0), "$"),), jsonl=False)
-        except json.JSONDecodeError as e:
-            if e.msg != "Extra data":
-                raise TraceError(source, f"line {e.lineno}", f"invalid JSON ({e.msg}, column {e.colno})") from None
-        except RecursionError:
-            raise _too_deep(text, source, 0) from None
+            value, replaced = parse_json(text, source, 0, several_values=True)
+        except _SeveralValues:
+            pass
+        else:
+            _note_surrogates(source, replaced)
+            return TraceText(source, (Record(value, "$"),), jsonl=False)
     records = []
+    total = 0
     for n, line in enumerate(text.splitlines(), start=1):
         if line.strip():
-            records.append(Record(_loads(line, source, n - 1), f"line {n} $"))
+            value, replaced = parse_json(line, source, n - 1, prefix=f"line {n} ")
+            total += replaced
+            records.append(Record(value, f"line {n} $"))
+    _note_surrogates(source, total)
     return TraceText(source, tuple(records), jsonl=True)
 
 
-def _loads(text: str, source: str, first_line: int) -> Any:
-    """``json.loads`` with errors naming the file's line (``first_line`` = lines before ``text``)."""
+class _SeveralValues(Exception):
+    """The text is several JSON values one after another (read as JSONL)."""
+
+
+class _LongInteger:
+    """Where a JSON integer too long for `int` stood (found afterwards to name its JSON path)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+
+def parse_json(text: str, source: str, first_line: int, *, prefix: str = "",
+               several_values: bool = False) -> tuple[Any, int]:
+    """The JSON value of ``text`` and how many lone surrogates in its strings were replaced by U+FFFD.
+    TraceError naming the file's line (``first_line`` = lines before ``text``) for a syntax error, or the
+    JSON path (after ``prefix``, e.g. ``line 3 ``) of nesting too deep or an integer too long. With
+    ``several_values``, `_SeveralValues` when the text is JSON values one after another."""
     if not text.strip():
         raise TraceError(source, f"line {first_line + 1}", "empty, expected JSON")
     try:
-        return _checked(json.loads(text), text, source, first_line)
+        value = json.loads(text)
     except json.JSONDecodeError as e:
+        if several_values and e.msg == "Extra data":
+            raise _SeveralValues() from None
         raise TraceError(
             source, f"line {first_line + e.lineno}", f"invalid JSON ({e.msg}, column {e.colno})") from None
     except RecursionError:
         raise _too_deep(text, source, first_line) from None
+    except ValueError:  # an integer longer than int() converts (sys.get_int_max_str_digits)
+        raise _long_integer(text, source, prefix) from None
+    _checked(value, text, source, first_line)
+    # A lone surrogate can only come from a \uD800-\uDFFF escape: most texts have none and skip the walk.
+    if _SURROGATE_ESCAPE.search(text):
+        return replace_surrogates(value)
+    return value, 0
 
 
-def _checked(value: Any, text: str, source: str, first_line: int) -> Any:
+def _long_integer(text: str, source: str, prefix: str) -> TraceError:
+    """The error for a JSON integer too long to convert, naming its JSON path."""
+    limit = sys.get_int_max_str_digits()
+
+    def parse_int(digits: str) -> Any:
+        return _LongInteger(digits) if len(digits.lstrip("-")) > limit else int(digits)
+
+    try:
+        value = json.loads(text, parse_int=parse_int)
+    except (ValueError, RecursionError):
+        value = None
+    stack: list[tuple[Any, str]] = [(value, "$")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _LongInteger):
+            return TraceError(source, prefix + where, f"an integer of {len(item.digits.lstrip('-')):,} digits "
+                              f"(more than the {limit:,} a number of a trace may have)")
+        if isinstance(item, dict):
+            stack.extend((v, child(where, k)) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, child(where, i)) for i, v in reversed(list(enumerate(item))))
+    return TraceError(source, prefix + "$", f"a number longer than the {limit:,} digits a trace may have")
+
+
+#: The notes of the `collecting_notes` block running (None: notes are dropped).
+_NOTES: ContextVar[list[str] | None] = ContextVar("trace_notes", default=None)
+
+
+@contextlib.contextmanager
+def collecting_notes() -> Iterator[list[str]]:
+    """Collect, while the block runs, what reading changed in the traces (one line per file, e.g. lone
+    surrogates replaced); the list yielded fills as files are read."""
+    notes: list[str] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
+
+
+def _note_surrogates(source: str, count: int) -> None:
+    notes = _NOTES.get()
+    if count and notes is not None:
+        notes.append(f"{source}: {count:,} lone UTF-16 surrogate{'s' if count != 1 else ''} (half a character) "
+                     "replaced by U+FFFD")
+
+
+def _checked(value: Any, text: str, source: str, first_line: int) -> None:
     # A cheap bound first: a value cannot nest deeper than it has brackets.
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
         raise _too_deep(text, source, first_line)
-    return value
 
 
 def _depth(value: Any) -> int:

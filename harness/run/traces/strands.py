@@ -18,6 +18,7 @@ or the model with the session: both stay empty.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ def load(path: Path) -> list[ImportedSession]:
 
 def _session_id(session_dir: Path) -> str:
     meta = session_dir / "session.json"
-    if meta.is_file():
+    if os.path.lexists(meta):  # anything else by that name (a pipe, a folder) is read and refused
         doc = read_json(meta)
         if isinstance(doc, dict) and isinstance(doc.get("session_id"), str) and doc["session_id"]:
             return str(doc["session_id"])

@@ -70,3 +70,47 @@ def test_a_trace_that_cannot_be_read_is_one_line_naming_the_file(tmp_path: Path,
     result = _fit([str(bad), "--out", str(out)], capsys)
     assert_usage_error(result, "bad.json")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]
+
+
+def _fake_run_dir(folder: Path) -> Path:
+    """A folder that reads as a run directory (a manifest beside its config), for refusals only."""
+    folder.mkdir()
+    (folder / "manifest.json").write_text("{}\n")
+    (folder / "config.toml").write_text("sessions = 2\n")
+    return folder
+
+
+def test_a_run_directory_or_its_files_are_never_outputs_even_with_force(traces: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    run = _fake_run_dir(tmp_path / "run")
+    result = _fit([str(traces), "--out", str(run / "config.toml"), "--force"], capsys)
+    assert_usage_error(result, "--out", "config.toml", "run directory")
+    result = _fit([str(traces), "--out", str(tmp_path / "w.toml"), "--report", str(run), "--force"], capsys)
+    assert_usage_error(result, "--report", "run directory", "even with --force")
+    assert sorted(p.name for p in run.iterdir()) == ["config.toml", "manifest.json"]
+    assert (run / "config.toml").read_text() == "sessions = 2\n"
+    assert not (tmp_path / "w.toml").exists()
+
+
+def test_a_report_folder_holding_other_files_is_not_replaced(traces: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "rep"
+    (report / "plots").mkdir(parents=True)
+    (report / "report.html").write_text("old\n")
+    (report / "plots" / "mine.png").write_text("mine\n")
+    result = _fit([str(traces), "--out", str(tmp_path / "w.toml"), "--report", str(report), "--force"], capsys)
+    assert_usage_error(result, "--report", "plots/mine.png", "which fit did not write")
+    assert (report / "plots" / "mine.png").read_text() == "mine\n" and not (tmp_path / "w.toml").exists()
+    result = _fit([str(traces), "--out", str(report / "w.toml"), "--report", str(report), "--force"], capsys)
+    assert_usage_error(result, "--out", "inside the --report folder")
+
+
+def test_an_earlier_fit_report_is_replaced_with_force(traces: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    args = [str(traces), "--out", str(tmp_path / "w.toml"), "--sessions", "2", "--quiet"]
+    assert _fit(args, capsys).returncode == 0
+    assert_usage_error(_fit(args, capsys), "--force")
+    (tmp_path / "w-fit" / ".report.md.x1y2z3.tmp").write_text("left by an interrupted write\n")
+    again = _fit([*args, "--force"], capsys)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in (tmp_path / "w-fit").iterdir()) == ["plots", "report.html", "report.md"]

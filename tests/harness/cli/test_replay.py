@@ -4,8 +4,16 @@ and view refuse it in one line."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
+import pyarrow.parquet as pq
+import pytest
+
+from harness.cli import main
+from harness.cli.replay import default_out
+from harness.run.accounting import CALLS_SCHEMA
 from tests.harness.cli.invoke import ROOT, assert_usage_error, ctxbench
 
 TRACES = ROOT / "tests" / "data" / "traces"
@@ -52,3 +60,56 @@ def test_a_broken_trace_among_good_ones_writes_nothing(tmp_path: Path) -> None:
     result = ctxbench("replay", TRACES / "anthropic", broken, "--out", tmp_path / "run", cwd=tmp_path)
     assert_usage_error(result, "truncated_json.json", "line")
     assert not (tmp_path / "run").exists()
+
+
+def _replay(args: list[str], capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+    """``ctxbench replay ARGS`` in this process, as a completed process (for `assert_usage_error`)."""
+    try:
+        code = main(["replay", *args])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(["ctxbench", "replay", *args], code, captured.out, captured.err)
+
+
+def test_the_default_run_directory_is_named_after_the_one_trace_or_none() -> None:
+    assert default_out([Path("traces/incident_triage.json")]) == Path("runs/replay-incident_triage")
+    assert default_out([Path("tests/data/traces/anthropic")]) == Path("runs/replay-anthropic")
+    assert default_out([Path("a.json"), Path("b.json")]) == Path("runs/replay")
+    assert default_out([Path("odd\nname\udcff.json")]) == Path("runs/replay-odd_name\ufffd")
+    assert len(default_out([Path("n" * 255)]).name.encode()) <= 255
+    assert default_out([Path("/")]) == Path("runs/replay")
+
+
+def test_the_output_is_checked_before_any_trace_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("keep\n")
+    result = _replay([str(tmp_path / "missing.json"), "--out", str(tmp_path / "afile" / "run")], capsys)
+    assert_usage_error(result, "--out", "afile")
+    assert (tmp_path / "afile").read_text() == "keep\n"
+
+
+def test_a_session_without_model_calls_is_a_session_row_without_calls(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"messages": [{"role": "user", "content": "check the pods"}]}))
+    out = tmp_path / "run"
+    result = _replay([str(task), "--out", str(out), "--strategies", "unbounded,sliding_window", "--quiet"], capsys)
+    assert result.returncode == 0, result.stderr
+    sessions, calls = pq.read_table(out / "sessions.parquet"), pq.read_table(out / "calls.parquet")
+    assert sessions.num_rows == 2 and set(sessions.column("recorded_calls").to_pylist()) == {0}
+    assert calls.num_rows == 0 and calls.schema == CALLS_SCHEMA
+    assert main(["report", str(out)]) == 0
+
+
+def test_lone_surrogates_are_one_note_and_the_tables_read_back(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "cut.json"
+    text = (TRACES / "anthropic" / "incident_triage.json").read_text()
+    trace.write_text(text.replace("{", '{"id": "cut-\\ud83d",', 1).replace("READY   STATUS", "READY \\udc00 STATUS"))
+    out = tmp_path / "run"
+    result = _replay([str(trace), "--out", str(out), "--strategies", "unbounded", "--quiet"], capsys)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"ctxbench: note: {trace}: 2 lone UTF-16 surrogates (half a character) replaced by U+FFFD"]
+    assert pq.read_table(out / "sessions.parquet").column("session_id").to_pylist() == ["cut-\ufffd"]
+    assert "cut-\ufffd" in (out / "report.md").read_text(encoding="utf-8")

@@ -21,7 +21,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from harness.core.messages import Message, Text, ToolResult, ToolUse
 from harness.run import fitting
 from harness.run.config import load_config
 from harness.run.traces import ImportedSession
@@ -136,3 +139,55 @@ def test_measure_counts_a_refetch_once_and_errors_apart() -> None:
     assert measured.payload_bytes == (500,)
     assert measured.error_share == pytest.approx(1 / 3)
     assert measured.tool_mix == {"kubectl_logs": 1.0}
+
+
+# Names of any character, empty outputs, sessions without calls ---------------------------------------------------
+
+
+@given(st.text())
+def test_toml_string_and_comment_hold_any_text(text: str) -> None:
+    """Every text, control characters and lone surrogates included, reads back from a TOML string as itself
+    (a lone surrogate, which no UTF-8 text holds, as U+FFFD), and a comment of it stays one comment."""
+    expected = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    document = f"{fitting.toml_comment('Note: ' + text)}\nkey = {fitting.toml_string(text)}\n"
+    assert tomllib.loads(document) == {"key": expected}
+
+
+def _session(tools: list[str], outputs: list[str], name: str = "s") -> ImportedSession:
+    messages = [Message.build("user", [Text("find the pod")], kind="task")]
+    for i, (tool, output) in enumerate(zip(tools, outputs, strict=True)):
+        messages.append(Message.build("assistant", [ToolUse(str(i), tool, {"n": i})]))
+        messages.append(Message.build("user", [ToolResult(str(i), "success", output)]))
+    messages.append(Message.build("assistant", [Text("done")], kind="final"))
+    return ImportedSession(source=name, session_id=name, format="anthropic", system="", messages=tuple(messages))
+
+
+def test_the_written_config_parses_whatever_the_tool_and_file_names_hold(tmp_path: Path) -> None:
+    odd = ['get\npods', 'q"uote', "back\\slash", "\x01\x1b[31m\x7f", '"]\n[scenarios]\nname = "x', "\ud800"]
+    sessions = [_session(["kubectl_logs", "kubectl_get", *odd], ["x" * 300] * (2 + len(odd)))]
+    fitted = fitting.fit(fitting.measure(sessions), calibrate=False)
+    assert any("tools no family uses" in note for note in fitted.notes)
+    sources = ["tr\nace.json", 'a"b.json', "a, b.json", "cut-\udcff.json"]
+    path = fitting.write_workload(fitted, tmp_path / "workload.toml", sessions=3, sources=sources)
+    text = path.read_text(encoding="utf-8")
+    assert tomllib.loads(text) == fitting.workload_config(fitted, sessions=3)
+    assert '"tr\\nace.json", "a\\"b.json", "a, b.json", "cut-\ufffd.json"' in text
+    assert load_config(path).scenarios[0].params["turns"] == fitted.turns
+
+
+def test_empty_tool_outputs_are_outputs_of_one_byte() -> None:
+    assert fitting.fit_lognormal([0, 0, 0]).median == 1.0
+    measured = fitting.measure([_session(["kubectl_logs", "kubectl_get", "kubectl_logs"], ["", "x" * 400, "abc"])])
+    assert sorted(measured.payload_bytes) == [0, 3, 400]
+    fitted = fitting.fit(measured, calibrate=False)
+    assert fitted.payload.n == 3 and math.isfinite(fitted.payload.sigma)
+
+
+def test_sessions_without_a_model_call_are_measured_as_such_and_fitting_needs_outputs() -> None:
+    task_only = ImportedSession(source="t", session_id="t", format="anthropic", system="",
+                                messages=(Message.build("user", [Text("find the pod")], kind="task"),))
+    measured = fitting.measure([task_only, _session(["kubectl_logs"], ["x" * 300])])
+    assert [(s.model_calls, s.tool_calls) for s in measured.sessions] == [(0, 0), (2, 1)]
+    assert fitting.fit(measured, calibrate=False).turns >= 20
+    with pytest.raises(fitting.FitError, match="no successful tool result"):
+        fitting.fit(fitting.measure([task_only]), calibrate=False)

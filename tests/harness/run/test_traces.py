@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -315,3 +316,100 @@ def test_dump_of_a_format_without_writer_is_refused() -> None:
         dump_session(session, "openhands")
     assert isinstance(dump_session(session, "atif"), str)
     assert all(isinstance(b, Text | ToolUse | ToolResult) for m in session.messages for b in m.blocks)
+
+
+# Hostile file systems and JSON: links, pipes, huge integers, lone surrogates -------------------------------------
+
+def _trace_in(folder: Path, name: str = "incident_triage.json") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    shutil.copyfile(DATA / "anthropic/incident_triage.json", path)
+    return path
+
+
+def test_a_walk_reaches_each_real_folder_and_file_once_whatever_the_links(tmp_path: Path) -> None:
+    root = tmp_path / "d"
+    _trace_in(root / "a")
+    (root / "b").mkdir()
+    (root / "a" / "to-b").symlink_to("../b")
+    (root / "b" / "to-a").symlink_to("../a")  # two loops through each other
+    (root / "a" / "up").symlink_to("..")
+    (root / "again").symlink_to(".")
+    (root / "b" / "same.json").symlink_to("../a/incident_triage.json")
+    shutil.copytree(DATA / "openhands/incident-triage-0314", root / "conversation")
+    (root / "conversation-link").symlink_to("conversation")
+    sessions = load_traces([root, root / "a", root / "b" / "same.json", root / "a" / ".." / "conversation"])
+    assert sorted(s.session_id for s in sessions) == ["incident-triage-0314-conv", "incident_triage"]
+
+
+def test_a_walk_has_no_depth_limit(tmp_path: Path) -> None:
+    deep = tmp_path / "d" / Path(*["deeper"] * 200)
+    _trace_in(deep)
+    assert [s.session_id for s in load_traces([tmp_path / "d"])] == ["incident_triage"]
+
+
+def test_a_link_that_leads_nowhere_is_one_line_naming_it(tmp_path: Path) -> None:
+    _trace_in(tmp_path / "d")
+    (tmp_path / "d" / "loop.json").symlink_to("loop.json")
+    with pytest.raises(TraceError, match=r"loop\.json: line 1: cannot be read \(Too many levels"):
+        load_traces([tmp_path / "d"])
+
+
+def test_only_regular_files_are_read_a_pipe_is_refused_at_once(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    with pytest.raises(TraceError, match=r"pipe\.json: line 1: cannot be read \(a named pipe, not a regular file\)"):
+        load_traces([pipe])
+    conversation = tmp_path / "conversation"
+    shutil.copytree(DATA / "openhands/incident-triage-0314", conversation)
+    event = next((conversation / "events").glob("event-00003-*"))
+    event.unlink()
+    os.mkfifo(event)
+    with pytest.raises(TraceError, match=r"event-00003-.*a named pipe"):
+        load_traces([conversation])
+    session = tmp_path / "session_x"
+    shutil.copytree(DATA / "strands/session_incident-triage-0314", session)
+    (session / "session.json").unlink()
+    os.mkfifo(session / "session.json")  # a file read for its id only: refused all the same
+    with pytest.raises(TraceError, match=r"session\.json: line 1: .*named pipe"):
+        load_traces([session])
+
+
+@pytest.mark.parametrize(("text", "suffix", "where"), [
+    ('{"messages": [{"role": "user", "content": "go", "n": %s}]}', ".json", r"\$\.messages\[0\]\.n"),
+    ('{"messages": [{"role": "user", "content": "go"}], "x": [1, {"y": -%s}]}', ".json", r"\$\.x\[1\]\.y"),
+    ('{"role": "user", "content": "go"}\n{"role": "assistant", "content": "ok", "n": %s}\n', ".jsonl",
+     r"line 2 \$\.n"),
+])
+def test_an_integer_too_long_to_convert_is_one_line_naming_its_json_path(tmp_path: Path, text: str, suffix: str,
+                                                                       where: str) -> None:
+    path = tmp_path / f"big{suffix}"
+    path.write_text(text % ("9" * 5000))
+    with pytest.raises(TraceError, match=rf"big{suffix}: {where}: an integer of 5,000 digits"):
+        load_traces([path])
+
+
+def test_lone_surrogates_are_replaced_and_counted_once_per_file(tmp_path: Path) -> None:
+    original = (DATA / "anthropic/incident_triage.json").read_text()
+    cut = original.replace('Find the cause."', 'Find the cause \\ud83d."', 1).replace(
+        "READY   STATUS", "READY \\udc00 STATUS").replace("{", '{"id": "x\\udbff", "k\\ude00": 1,', 1)
+    path = tmp_path / "cut.json"
+    path.write_text(cut)
+    notes: list[str] = []
+    (session,) = load_traces([path], notes=notes)
+    assert notes == [f"{path}: 4 lone UTF-16 surrogates (half a character) replaced by U+FFFD"]
+    assert session.session_id == "x\ufffd"
+    assert session.messages[0].text.endswith("Find the cause \ufffd.")
+    assert "READY \ufffd STATUS" in _results(session)[0].content
+    pair = tmp_path / "pair.json"  # a whole pair is a character, not a surrogate
+    pair.write_text(original.replace('Find the cause."', 'Find the cause \\ud83d\\ude00."', 1))
+    notes.clear()
+    (paired,) = load_traces([pair], notes=notes)
+    assert notes == [] and paired.messages[0].text.endswith("\U0001f600.")
+
+
+def test_names_from_file_names_are_text_whatever_their_bytes(tmp_path: Path) -> None:
+    path = _trace_in(tmp_path, "cut-\udcff.json")  # the file name's byte 0xff is not UTF-8
+    (session,) = load_traces([path])
+    assert session.session_id == "cut-\ufffd" and session.source.endswith("cut-\ufffd.json")
+    session.source.encode("utf-8")
