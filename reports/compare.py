@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.core.suggest import did_you_mean
 from reports import stats
 from reports.inputs import NUMBER, STATS_COLUMNS, ReportInputError, open_run_dir, simulated_run
 from reports.stats import METRICS, Metric
@@ -63,7 +64,7 @@ TABLE_COLUMNS = ["metric", "strategy", "paired", "n_a", "n_b", "a", "a_low", "a_
 
 def unknown_metric(name: str) -> ReportInputError:
     """The error for a metric name that is not one of ``reports.stats.METRICS``."""
-    return ReportInputError(f"unknown metric {name!r} (known: {', '.join(METRICS)})")
+    return ReportInputError(f"unknown metric {name!r}{did_you_mean(name, METRICS)} (known: {', '.join(METRICS)})")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 
 from harness.core.files import write_atomically
 from harness.core.rundir import PLOTS_DIR, Manifest
+from harness.core.suggest import did_you_mean
 from reports import stats
 from reports.inputs import (
     FORMATS,
@@ -178,7 +179,7 @@ def ranking(sessions: pd.DataFrame, metric: str = SUCCESS, *, resamples: int = D
     a variant without a value (no sessions) has rank NaN and comes last.
     """
     if metric not in METRICS:
-        raise KeyError(f"unknown metric {metric!r} (known: {', '.join(METRICS)})")
+        raise KeyError(f"unknown metric {metric!r}{did_you_mean(metric, METRICS)} (known: {', '.join(METRICS)})")
     columns = ["model", "rank", "variant", "strategy", "metric", "value", "ci_low", "ci_high", "n"]
     table = variant_table(sessions)
     head = _headline(sessions, headline, resamples, seed, confidence)

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from harness.core.suggest import did_you_mean, unknown_param
 from scenarios.base import ScenarioFamily, ScenarioParams, Series, SessionScript, get, names, register
 from scenarios.draws import Draws, derive_seed
 
@@ -33,7 +34,7 @@ class MixParams(ScenarioParams):
             if name == "mix":
                 raise ValueError("a mix cannot contain itself")
             if name not in names():
-                raise ValueError(f"unknown scenario {name!r}; known: {', '.join(names())}")
+                raise ValueError(f"unknown scenario {name!r}{did_you_mean(name, names())}; known: {', '.join(names())}")
             if not 0 <= weight <= MAX_WEIGHT:
                 raise ValueError(f"weight of {name!r} must be in [0, {MAX_WEIGHT:g}], got {weight}")
         if not any(w > 0 for w in weights.values()):
@@ -58,6 +59,9 @@ class MixParams(ScenarioParams):
             except ValidationError as e:
                 first = e.errors()[0]
                 field = ".".join(str(p) for p in first["loc"])
+                if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
+                    problem = unknown_param(f"scenario {family}", field, get(family).Params.model_fields)
+                    raise ValueError(f"family_params.{family}.{field}: {problem}") from None
                 raise ValueError(f"family_params.{family}.{field}: {first['msg']}") from None
         return self
 

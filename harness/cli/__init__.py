@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
+from typing import NoReturn
 
 import harness
 from harness.cli import (
@@ -56,9 +57,15 @@ COMMANDS = (run, sweep, report, view, export_otel, compare, validate, merge, rep
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``ctxbench`` parser with every subcommand; each sets ``func``, its handler."""
-    parser = CommandParser(prog="ctxbench", description="Benchmark LLM-agent context strategies.")
-    parser.add_argument("--version", action="version", version=f"ctxbench {harness.__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = CommandParser(
+        prog="ctxbench", allow_abbrev=False,
+        description="Benchmark LLM-agent context strategies: replay simulated (or recorded) agent sessions under "
+                    "each strategy and report what each costs and solves. `ctxbench COMMAND --help` describes a "
+                    "command. Exit codes: 0 success; 1 a compare gate failed or sessions errored; 2 a usage or "
+                    "config error (one line on stderr); 130 / 143 interrupted (finished batches are kept).")
+    parser.add_argument("--version", action="version", version=f"ctxbench {harness.__version__}",
+                        help="print the version and exit")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", help="the commands, in workflow order:")
     for command in COMMANDS:
         command.add_parser(subparsers)
     return parser
@@ -88,7 +95,9 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ctxbench`` with ``argv`` (the process's arguments when None); the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unrecognized = parser.parse_known_args(argv)
+    if unrecognized:
+        _refuse_unrecognized(parser, args, unrecognized)
     if args.command is None:
         parser.print_help()
         print_error("no command given (the commands are listed above)")
@@ -114,6 +123,27 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{str(e).splitlines()[0] if str(e) else ''}; the traceback is in {log}; please report it",
               file=sys.stderr)
         return BUG_EXIT
+
+
+def _refuse_unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                         unrecognized: Sequence[str]) -> NoReturn:
+    """argparse's "unrecognized arguments" error (exit 2, one line), said by the parser of the command given
+    (``ctxbench run: ...``) with the closest of its flags to the first unknown one (``--session``: did you
+    mean '--sessions'?). Flags are never abbreviated (``allow_abbrev=False``), so a typo is never taken as
+    a flag it resembles."""
+    from harness.core.suggest import did_you_mean
+
+    target = parser
+    while True:
+        actions = [a for a in target._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions else None
+        if not actions or chosen not in actions[0].choices:
+            break
+        target = actions[0].choices[chosen]
+    flags = [flag for action in target._actions for flag in action.option_strings]
+    first = next((arg.partition("=")[0] for arg in unrecognized if arg.startswith("-")), None)
+    hint = did_you_mean(first, flags) if first is not None else ""
+    target.error(f"unrecognized arguments: {' '.join(unrecognized)}{hint}")
 
 
 def _interrupted(interrupt: KeyboardInterrupt) -> int:

@@ -30,7 +30,9 @@ def add_parser(subparsers: Subparsers) -> None:
                     "second of the default mix (P1), replay cost over its tokenization floor (P2), 2N-turn over "
                     "N-turn sessions per strategy (P3), the run's peak memory extrapolated to 100,000 sessions (P4), "
                     "strategy operations against strands' managers (P5, when strands-agents is installed) and the "
-                    "report of 30,000 session rows (P6). About 5 minutes on 2 cores; --quick about 1.")
+                    "report of 30,000 session rows (P6). Writes only to a temporary directory. On an idle 2-core "
+                    "machine it took about 3 minutes, --quick about a minute (see README, Speed). Exit 0; 2 on a "
+                    "usage or config error.", allow_abbrev=False)
     bench.add_argument("--quick", action="store_true", help="smaller sizes: a check that it all works, noisier figures")
     bench.add_argument("--jobs", type=int, default=0, help="worker processes for P1 and P4 (default: one per CPU)")
     bench.add_argument("--config", default=None,

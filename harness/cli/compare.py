@@ -20,9 +20,11 @@ def add_parser(subparsers: Subparsers) -> None:
         description="Compare run B with run A per metric and strategy: A, B and B - A with a 95% bootstrap CI. "
                     "Sessions both runs ran (same scenario, session_index and seed) are paired: B - A is over those "
                     "sessions and one resample serves both runs, so a run compared with itself shows 0 [0, 0]. Runs "
-                    "that share no session (other seeds) are compared unpaired; the output says which.")
-    comp.add_argument("run_a")
-    comp.add_argument("run_b")
+                    "that share no session (other seeds) are compared unpaired; the output says which. Writes "
+                    "nothing. Exit 0; 1 when a --fail-on gate failed (said on stderr); 2 when a run directory or "
+                    "a flag is wrong (one line on stderr).", allow_abbrev=False)
+    comp.add_argument("run_a", help="the run compared against (A: the baseline, e.g. the main branch's run)")
+    comp.add_argument("run_b", help="the run compared (B: e.g. the change's run)")
     comp.add_argument("--metric", action="append", default=[],
                       help="metric to show, a name from `ctxbench run`'s summary or the report (repeatable or "
                            "comma-separated; default: every headline metric)")

@@ -14,9 +14,15 @@ from harness.cli.run import print_summary, write_run_report
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench merge``."""
-    merge = subparsers.add_parser("merge", help="join shard run directories into one run directory")
-    merge.add_argument("out_dir")
-    merge.add_argument("runs", nargs="+")
+    merge = subparsers.add_parser(
+        "merge", help="join shard run directories into one run directory", allow_abbrev=False,
+        description="Join the run directories of `ctxbench run --shard K/N` (the same config) into one run "
+                    "directory whose tables are those one unsharded run would have written, then print its summary "
+                    "and write its report, as `ctxbench run` does. Exit 0; 1 when sessions of the merged run failed "
+                    "with outcome 'error'; 2 when an input is not a shard of the same config, or a shard "
+                    "is missing without --partial (one line on stderr).")
+    merge.add_argument("out_dir", help="the merged run directory to write (not one of the inputs)")
+    merge.add_argument("runs", nargs="+", metavar="RUN_DIR", help="the shard run directories to join")
     merge.add_argument("--partial", action="store_true",
                        help="merge even when batches of the plan are in none of the inputs (a shard missing)")
     merge.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")

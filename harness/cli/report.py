@@ -16,9 +16,13 @@ from harness.cli.flags import Subparsers
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench report``."""
-    report = subparsers.add_parser("report", help="write report.html and report.md (and plots/*.png) for a run "
-                                                  "directory")
-    report.add_argument("run_dir")
+    report = subparsers.add_parser(
+        "report", help="write report.html and report.md (and plots/*.png) for a run directory", allow_abbrev=False,
+        description="Write the report of a finished run directory into it: report.html (self-contained), "
+                    "report.md and plots/*.png, with sweep.html / sweep.md for a sweep; print the paths written. "
+                    "The directory is checked before anything is written. Exit 0; 2 when it is not a finished run "
+                    "or a flag is wrong (one line on stderr).")
+    report.add_argument("run_dir", help="a finished run directory (of `ctxbench run`, `sweep`, `merge` or `replay`)")
     report.add_argument("--format", default="html,md", help="comma-separated: html, md (default: html,md)")
     # No default here: write_report tells "not given" (unbounded, else the run's first strategy, said in
     # the report) from an explicit name, which must be one of the run's strategies.

@@ -19,11 +19,20 @@ MAX_SESSION_SEED = 2**64 - 1
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench scenario`` and its one subcommand, ``show``."""
-    scenario = subparsers.add_parser("scenario", help="inspect generated session scripts")
-    scenario_sub = scenario.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", required=True)
-    show = scenario_sub.add_parser("show", help="print a generated script as JSON")
-    show.add_argument("name")
-    show.add_argument("--seed", type=int, default=0)
+    scenario = subparsers.add_parser(
+        "scenario", help="inspect generated session scripts", allow_abbrev=False,
+        description="Inspect the session scripts a scenario family generates: the same seed and params always give "
+                    "the same script.")
+    scenario_sub = scenario.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", required=True,
+                                           help="what to do (one subcommand: show)")
+    show = scenario_sub.add_parser(
+        "show", help="print a generated script as JSON", allow_abbrev=False,
+        description="Generate the script of one scenario family at one seed and print it as JSON (or a short "
+                    "summary with --summary); writes nothing. Exit 0; 2 when the name, the seed or a --param is "
+                    "wrong (one line on stderr).")
+    show.add_argument("name", help="scenario family (`ctxbench list scenarios`)")
+    show.add_argument("--seed", type=int, default=0,
+                      help="session seed, e.g. a seed column value of a run's sessions.parquet (default: 0)")
     show.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                       help="a generator parameter, e.g. --param turns=40 (repeatable)")
     show.add_argument("--summary", action="store_true", help="print a short table instead of the JSON")
@@ -35,7 +44,8 @@ def handle_show(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     import scenarios
-    from harness.run.config import first_error
+    from harness.core.suggest import unknown_param
+    from harness.run.config import extra_key, first_error
     from scenarios.base import script_summary
 
     if not 0 <= args.seed <= MAX_SESSION_SEED:
@@ -46,6 +56,10 @@ def handle_show(args: argparse.Namespace) -> int:
     except KeyError as e:
         raise UsageError(str(e.args[0])) from None
     except ValidationError as e:
+        key = extra_key(e)
+        if key is not None:
+            known = scenarios.get(args.name).Params.model_fields
+            raise UsageError(f"--param: {unknown_param(f'scenario {args.name}', key, known)}") from None
         raise UsageError(f"scenario {args.name}: {first_error(e)}") from None
     if args.summary:
         print_listing([(k, str(v)) for k, v in script_summary(script).items()])

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
+from harness.core.suggest import did_you_mean
+
 #: Set to any non-empty value to skip loading third-party plugins from entry points.
 NO_PLUGINS_ENV = "CTXBENCH_NO_PLUGINS"
 
@@ -60,7 +62,8 @@ class Registry(Generic[C]):
         try:
             return self._classes[name]
         except KeyError:
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}") from None
+            raise KeyError(f"unknown {self.kind} {name!r}{did_you_mean(name, self.names())}; "
+                           f"known: {', '.join(self.names())}") from None
 
     def names(self) -> list[str]:
         self._load_plugins()

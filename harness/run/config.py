@@ -7,12 +7,11 @@ Every user mistake becomes a `ConfigError` whose message is one line naming the 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import scenarios
 import strategies
+from harness.core.suggest import did_you_mean, unknown_param
 from harness.core.switches import Switches
 from harness.sim.profiles import PROFILE_NAMES, Profile, TomlFileError, profile, profile_from_table, read_toml
 
@@ -164,7 +164,8 @@ class SweepSpec(BaseModel):
     def _known_models(cls, value: list[str]) -> list[str]:
         for i, name in enumerate(value):
             if name not in PROFILE_NAMES:
-                raise ValueError(f"models[{i}]: unknown profile {name!r} (known: {', '.join(PROFILE_NAMES)})")
+                raise ValueError(f"models[{i}]: unknown profile {name!r}{did_you_mean(name, PROFILE_NAMES)} "
+                                 f"(known: {', '.join(PROFILE_NAMES)})")
         if len(set(value)) != len(value):
             raise ValueError("models: a profile appears twice")
         return value
@@ -259,22 +260,27 @@ class RunConfig(BaseModel):
                                  "its sessions are keyed by name and index)")
             seen.add(entry.name)
             if entry.name not in scenarios.names():
-                raise ValueError(f"scenarios[{i}].name: unknown scenario {entry.name!r} "
+                raise ValueError(f"scenarios[{i}].name: unknown scenario {entry.name!r}"
+                                 f"{did_you_mean(entry.name, scenarios.names())} "
                                  f"(known: {', '.join(scenarios.names())})")
             cls = scenarios.get(entry.name)
             try:
                 cls.Params(**entry.params)
             except ValidationError as e:
-                raise ValueError(f"scenarios[{i}] ({entry.name}): {first_error(e)}") from None
+                raise ValueError(params_error(e, f"scenarios[{i}]", f"scenario {entry.name}", cls.Params,
+                                              also=ScenarioEntry.model_fields)) from None
         labels: set[str] = set()
         for i, strategy in enumerate(self.strategies):
             if strategy.name not in strategies.names():
-                raise ValueError(f"strategies[{i}].name: unknown strategy {strategy.name!r} "
+                raise ValueError(f"strategies[{i}].name: unknown strategy {strategy.name!r}"
+                                 f"{did_you_mean(strategy.name, strategies.names())} "
                                  f"(known: {', '.join(strategies.names())})")
             try:
                 strategies.create(strategy.name, **strategy.params)
             except ValidationError as e:
-                raise ValueError(f"strategies[{i}] ({strategy.name}): {first_error(e)}") from None
+                raise ValueError(params_error(e, f"strategies[{i}]", f"strategy {strategy.name}",
+                                              strategies.get(strategy.name).Params,
+                                              also=StrategyEntry.model_fields)) from None
             if strategy.key in labels:
                 raise ValueError(f"strategies[{i}].label: {strategy.key!r} is used twice (give each entry a label)")
             labels.add(strategy.key)
@@ -288,8 +294,8 @@ class RunConfig(BaseModel):
                 raise ValueError(f"runtimes[{i}].name: {name!r} appears twice")
         for i, strategy in enumerate(self.strategies):
             if strategy.runtime is not None and strategy.runtime not in runtime_names:
-                raise ValueError(f"strategies[{i}].runtime: no runtime {strategy.runtime!r} in this config "
-                                 f"(known: {', '.join(runtime_names)})")
+                raise ValueError(f"strategies[{i}].runtime: no runtime {strategy.runtime!r} in this config"
+                                 f"{did_you_mean(strategy.runtime, runtime_names)} (known: {', '.join(runtime_names)})")
         crossed = [e.key for e in self.strategy_entries()]
         for label in crossed:
             if crossed.count(label) > 1:
@@ -311,8 +317,7 @@ class RunConfig(BaseModel):
             entry = self.swept_entry(target, where=f"sweep.params.{key}")
             fields = strategies.get(entry.name).Params.model_fields
             if param not in fields:
-                raise ValueError(f"sweep.params.{key}: {entry.name} has no param {param!r} "
-                                 f"(known: {', '.join(fields)})")
+                raise ValueError(f"sweep.params.{key}: {unknown_param(f'strategy {entry.name}', param, fields)}")
             for j, value in enumerate(values):
                 try:
                     strategies.create(entry.name, **(entry.params | {param: value}))
@@ -332,8 +337,9 @@ class RunConfig(BaseModel):
         several (a name shared by two entries: use a label)."""
         named = self.entries_named(target)
         if not named:
-            raise ValueError(f"{where}: no strategy {target!r} in this run "
-                             f"(known: {', '.join(e.key for e in self.strategy_entries())})")
+            known = list(dict.fromkeys(e.key for e in self.strategy_entries()))
+            raise ValueError(f"{where}: no strategy {target!r} in this run{did_you_mean(target, known)} "
+                             f"(known: {', '.join(known)})")
         if len(named) > 1:
             raise ValueError(f"{where}: {len(named)} entries are named {target!r}; use a label "
                              f"({', '.join(e.key for e in named)})")
@@ -373,7 +379,8 @@ class RunConfig(BaseModel):
         if scenario_names:
             for i, name in enumerate(scenario_names):
                 if name not in scenarios.names():
-                    raise ConfigError(f"--scenarios: unknown {name!r} (known: {', '.join(scenarios.names())})")
+                    raise ConfigError(f"--scenarios: unknown {name!r}{did_you_mean(name, scenarios.names())} "
+                                      f"(known: {', '.join(scenarios.names())})")
                 if name in scenario_names[:i]:
                     raise ConfigError(f"--scenarios: {name!r} appears twice")
             data["scenarios"] = [{"name": n} for n in scenario_names]
@@ -507,8 +514,8 @@ def _resolve_profile(model: str | dict[str, Any], field: str) -> Profile:
     if isinstance(model, str):
         if model in PROFILE_NAMES:
             return profile(model)
-        raise ValueError(f"{field}: unknown profile {model!r} (known: {', '.join(PROFILE_NAMES)}, "
-                         "or a table)")
+        raise ValueError(f"{field}: unknown profile {model!r}{did_you_mean(model, PROFILE_NAMES)} "
+                         f"(known: {', '.join(PROFILE_NAMES)}, or a table)")
     try:
         return profile_from_table(model)
     except KeyError as e:
@@ -555,10 +562,23 @@ def _default_params(name: str) -> dict[str, Any]:
     return dict(DEFAULT_PIPELINE) if name == "pipeline" else {}
 
 
-def did_you_mean(wanted: str, known: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``known`` to a mistyped ``wanted``, else ""."""
-    close = difflib.get_close_matches(wanted, known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def extra_key(e: ValidationError) -> str | None:
+    """The key a params model does not take when that is the first problem of ``e`` (pydantic's "Extra
+    inputs are not permitted" at the top level), else None."""
+    first = e.errors()[0]
+    loc = first["loc"]
+    return str(loc[0]) if first["type"] == "extra_forbidden" and len(loc) == 1 else None
+
+
+def params_error(e: ValidationError, where: str, owner: str, params: type[BaseModel], *,
+                 also: Iterable[str] = ()) -> str:
+    """The params of a strategy or scenario entry (``where``, e.g. ``strategies[0]``) refused by ``params``
+    as one line: a key it does not take names the valid params and the closest one (`unknown_param`;
+    ``also`` are the entry's own keys, suggested too); any other problem is `first_error`'s."""
+    key = extra_key(e)
+    if key is not None:
+        return f"{where}.{key}: {unknown_param(owner, key, params.model_fields, also=also)}"
+    return f"{where} ({owner.rpartition(' ')[2]}): {first_error(e)}"
 
 
 def first_error(e: ValidationError) -> str:
@@ -640,4 +660,9 @@ def config_from_data(data: Mapping[str, Any], source: str | Path | None = None) 
     try:
         return RunConfig(**data)
     except ValidationError as e:
+        key = extra_key(e)
+        if key is not None:  # a misspelt top-level key (``sesions = 2``): the keys a config takes
+            fields = list(RunConfig.model_fields)
+            raise ConfigError(f"{source or 'default config'}: {key}: not a config key{did_you_mean(key, fields)} "
+                              f"(known: {', '.join(fields)})") from None
         raise ConfigError(f"{source or 'default config'}: {first_error(e)}") from None

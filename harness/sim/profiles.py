@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from harness.core.suggest import did_you_mean
 from scenarios.base import Lookup
 
 Probability = Field(ge=0, le=1)
@@ -51,7 +52,7 @@ class Profile(BaseModel):
     window_tokens: int = Field(ge=1024, le=MAX_TOKENS)
     #: Recall of a visible fact at short length (NoLiMa base scores: GPT-4o 99.3, GPT-4o-mini 84.9).
     p_max: float = Probability
-    #: Length decay r(L) = 1 / (1 + (L / L_half)^k) of a latent look-up (docs/model.md v2 change 1):
+    #: Length decay r(L) = 1 / (1 + (L / L_half)^k) of a latent look-up (docs/model.md 2.1, 9):
     #: fitted to Context Rot / NoLiMa, whose needles never match the question literally.
     L_half: float = HalfLength
     k: float = Exponent
@@ -163,7 +164,7 @@ class Profile(BaseModel):
 
     def p_keep(self, tokens_in: float, lookup: Lookup = "latent") -> float:
         """Probability a summary keeps a visible fact: keep_max * r_sum(N_in) with the curve of the
-        fact's look-up kind (docs/model.md 4 and v2 change 1)."""
+        fact's look-up kind (docs/model.md 4)."""
         return self.keep_max * self.length_factor(tokens_in, lookup)
 
     def p_malformed(self, tokens: float, noise: float) -> float:
@@ -195,7 +196,7 @@ RULER_ROWS: dict[str, tuple[float, ...]] = {
     "Llama-3.1-8B-Instruct": (95.5, 93.8, 91.6, 87.4, 84.7, 77.0),
     "Mistral-7B-Instruct-v0.2": (93.6, 91.2, 87.2, 75.4, 49.0, 13.8),
 }
-#: The RULER row each profile's literal curve is fitted to (docs/model.md v2 change 1). frontier: the
+#: The RULER row each profile's literal curve is fitted to (docs/model.md 9). frontier: the
 #: best 128K row that RULER's authors ran themselves (Gemini-1.5-pro, 94.4; Jamba-1.5-large's 95.1 is
 #: reported by its own authors). Its row barely decays, so the fit ends at the search bound of
 #: L_half = 1e9 tokens: no decay measurable within any window.
@@ -287,7 +288,8 @@ def profile(base: str, /, **overrides: Any) -> Profile:
     try:
         fields = _BUILTIN[base]
     except KeyError:
-        raise KeyError(f"unknown model profile {base!r}; known: {', '.join(PROFILE_NAMES)}") from None
+        raise KeyError(f"unknown model profile {base!r}{did_you_mean(base, PROFILE_NAMES)}; "
+                       f"known: {', '.join(PROFILE_NAMES)}") from None
     return Profile(**({"name": base} | fields | overrides))
 
 

@@ -53,5 +53,6 @@ def test_an_unknown_metric_exits_2_with_one_line_listing_the_valid_names(
     assert code == 2
     assert captured.out == ""
     assert captured.err.count("\n") == 1
-    assert captured.err.startswith("ctxbench: error: compare: unknown metric 'latency_s_mean' (known: ")
+    assert captured.err.startswith("ctxbench: error: compare: unknown metric 'latency_s_mean' "
+                                   "(did you mean 'latency_mean'?) (known: ")
     assert all(name in captured.err for name in METRICS)

@@ -30,7 +30,7 @@ BAD_SHOW_ARGS: dict[str, tuple[list[str], str]] = {
     "param-without-value": (["mix", "--param", "turns"], "ctxbench: error: --param: expected KEY=VALUE, got 'turns'"),
     "param-without-key": (["mix", "--param", "=20"], "ctxbench: error: --param: expected KEY=VALUE, got '=20'"),
     "param-unknown": (["log_triage", "--param", "nosuch=1"],
-                      "ctxbench: error: scenario log_triage: nosuch: Extra inputs are not permitted"),
+                      "ctxbench: error: --param: scenario log_triage has no param 'nosuch' (known: turns, "),
     "param-inf": (["log_triage", "--param", "turns=inf"],
                   'ctxbench: error: scenario log_triage: turns: Input should be a valid integer (got "inf")'),
     "param-json-infinity": (["log_triage", "--param", "payload_sigma=Infinity"],

@@ -414,7 +414,8 @@ BAD_CONFIGS = {
     "strategy-param-above-range": ('[[strategies]]\nname = "sliding_window"\nthreshold = 2\n',
                                    ["strategies[0] (sliding_window)", "threshold", "le 1"]),
     "strategy-param-unknown": ('[[strategies]]\nname = "sliding_window"\nwindw = 3\n',
-                               ["strategies[0] (sliding_window)", "windw"]),
+                               ["strategies[0].windw: strategy sliding_window has no param 'windw' (did you mean "
+                                "'window_size'?) (known: proactive, threshold, window_size, per_turn, pin_first)"]),
     "scenario-param-below-range": ('[[scenarios]]\nname = "mix"\nturns = 3\n',
                                    ["scenarios[0] (mix)", "turns", "ge 20"]),
     "scenario-weight-zero": ('[[scenarios]]\nname = "mix"\nweight = 0\n', ["weight", "gt 0"]),
