@@ -38,8 +38,9 @@ def add_parser(subparsers: Subparsers) -> None:
     fit.add_argument("--sessions", type=int, default=DEFAULT_COMPARISON_SESSIONS,
                      help=f"sessions generated for the comparison (default: {DEFAULT_COMPARISON_SESSIONS})")
     fit.add_argument("--seed", type=int, default=0, help="root seed of the generated sessions and the config")
-    fit.add_argument("--force", action="store_true", help="replace an existing --out and report folder (never a run directory, its files, "
-                     "or a folder holding files fit did not write)")
+    fit.add_argument("--force", action="store_true",
+                     help="replace an existing --out and report folder (never a run directory, its files, "
+                          "or a folder holding files fit did not write)")
     fit.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     fit.set_defaults(func=handle)
 
