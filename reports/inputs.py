@@ -284,18 +284,25 @@ def list_runs(folder: str | Path) -> list[RunEntry]:
     root = Path(folder)
     if not root.is_dir():
         raise ReportInputError(f"{root}: {'no such directory' if not root.exists() else 'not a directory'}")
+    try:
+        folders = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError as e:
+        raise ReportInputError(f"{root}: cannot be listed ({e.strerror or e})") from None
     entries = []
-    for path in sorted(p for p in root.iterdir() if p.is_dir()):
-        if not ((path / CONFIG_FILE).exists() or (path / MANIFEST_FILE).exists()):
-            continue
-        if not (path / MANIFEST_FILE).exists():
-            entries.append(RunEntry(path, "unfinished"))
-            continue
+    for path in folders:
         try:
+            if not ((path / CONFIG_FILE).exists() or (path / MANIFEST_FILE).exists()):
+                continue
+            if not (path / MANIFEST_FILE).exists():
+                entries.append(RunEntry(path, "unfinished"))
+                continue
             manifest = read_manifest(path)
             verify_tables(path, manifest)
         except (ReportInputError, TableCheckError) as e:
             entries.append(RunEntry(path, f"damaged: {str(e).removeprefix(f'{path}/').split('; ')[0]}"))
+            continue
+        except OSError as e:  # a directory this user cannot look into: listed as such, the others go on
+            entries.append(RunEntry(path, f"unreadable: {e.strerror or e}"))
             continue
         entries.append(RunEntry(
             path, "finished", session_rows=manifest.rows.get(SESSIONS_TABLE),

@@ -26,6 +26,12 @@ os.environ.setdefault("CTXBENCH_NO_PLUGINS", "1")
 # A report's stage lines appear only once it has run a second: whether they do must not depend on how
 # loaded the machine is when a test checks that an error is exactly one line.
 os.environ.setdefault("CTXBENCH_NO_PROGRESS", "1")
+# A saved replay is signed with the user's state key, made on first use: the suite makes its own, in a
+# folder of its own, and never writes into the tester's home.
+if "CTXBENCH_STATE_KEY" not in os.environ and "XDG_STATE_HOME" not in os.environ:
+    import tempfile
+
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="ctxbench-test-state-")
 
 #: Examples per property in CI (also quoted in release notes; keep in sync).
 CI_EXAMPLES = 200

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harness.cli.errors import UsageError
@@ -23,15 +25,22 @@ CONFIG_OVERRIDES = ("sessions", "seed", "model", "jobs", "executor", "scheduler"
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The flags `run` and `sweep` share: what to run, where, and how to print it."""
-    parser.add_argument("--sessions", type=int)
-    parser.add_argument("--strategies", help="comma-separated names or labels from the config")
-    parser.add_argument("--scenarios", help="comma-separated scenario names (replaces the config's)")
-    parser.add_argument("--model", help="model profile name")
-    parser.add_argument("--seed", type=int)
+    parser.add_argument("--sessions", type=int,
+                        help="sessions to generate, each replayed under every strategy (replaces the config's)")
+    parser.add_argument("--strategies", help="comma-separated labels or names from the config, or any registered "
+                                             "strategy (`ctxbench list strategies`), run with its defaults")
+    parser.add_argument("--scenarios", help="comma-separated scenario names (`ctxbench list scenarios`; replaces "
+                                            "the config's)")
+    parser.add_argument("--model", help="model profile name (`ctxbench list models`; replaces the config's)")
+    parser.add_argument("--seed", type=int, help="root seed of the sessions (replaces the config's): the same seed "
+                                                 "gives the same sessions and tables")
     parser.add_argument("--jobs", type=int, help="worker processes (0 = one per CPU)")
-    parser.add_argument("--executor", choices=["serial", "process", "dask"])
+    parser.add_argument("--executor", choices=["serial", "process", "dask"],
+                        help="where batches run: serial (this process), process (local worker processes) or dask "
+                             "(--scheduler's cluster, else a local one); never changes the tables")
     parser.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://HOST:8786")
-    parser.add_argument("--shard", help="run the deterministic slice K/N of the batches")
+    parser.add_argument("--shard", help="run the deterministic slice K/N of the batches (join the N shard "
+                                        "directories with `ctxbench merge`)")
     parser.add_argument("--out", help="run directory (default: runs/<config name>)")
     parser.add_argument("--no-resume", action="store_true", help="refuse to reuse an existing run directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no header line")
@@ -54,14 +63,34 @@ def names(text: str | None, flag: str) -> list[str] | None:
     return listed
 
 
+#: ``--shard K/N``: ASCII digits only (``str.isdigit`` also takes superscripts, which ``int`` refuses), and
+#: few enough of them for a 64-bit count (``int`` refuses a number of thousands of digits).
+SHARD = re.compile(r"([0-9]{1,18})/([0-9]{1,18})")
+
+
 def shard(text: str | None) -> tuple[int, int] | None:
-    """``--shard K/N`` as (K, N); UsageError unless 1 <= K <= N."""
+    """``--shard K/N`` as (K, N); UsageError unless K and N are decimal numbers with 1 <= K <= N."""
     if text is None:
         return None
-    k, sep, n = text.partition("/")
-    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
-        raise UsageError(f"--shard: expected K/N with 1 <= K <= N, got {text!r}")
-    return int(k), int(n)
+    match = SHARD.fullmatch(text)
+    if match is None or not 1 <= int(match[1]) <= int(match[2]):
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise UsageError(f"--shard: expected K/N with 1 <= K <= N, got {shown!r} (K and N written with the digits 0-9)")
+    return int(match[1]), int(match[2])
+
+
+def output_path(path: str | Path, *, flag: str, directory: bool) -> Path:
+    """``path`` checked as an output of ``flag`` before any work (`harness.core.output_paths`): UsageError,
+    one line naming the flag and the path, when it cannot or may not be written (a run directory's own
+    file, a file where a directory is needed or the reverse, a dangling link, a folder that cannot be
+    written in, a name too long)."""
+    from harness.core.output_paths import OutputPathError, check_output_path
+
+    try:
+        check_output_path(path, flag=flag, directory=directory)
+    except OutputPathError as e:
+        raise UsageError(str(e)) from None
+    return Path(path)
 
 
 def param_value(text: str) -> Any:

@@ -13,9 +13,14 @@ from harness.cli.flags import Subparsers
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench list``."""
-    lister = subparsers.add_parser("list", help="list registered strategies, scenarios or models, or the run "
-                                                "directories under a folder")
-    lister.add_argument("what", choices=["strategies", "scenarios", "models", "runs"])
+    lister = subparsers.add_parser(
+        "list", help="list registered strategies, scenarios or models, or the run directories under a folder",
+        allow_abbrev=False,
+        description="Print one line per registered strategy (with where its semantics come from), scenario family "
+                    "or model profile (window, recall, prices), or per run directory under a folder (its state, "
+                    "rows, strategies, model). Writes nothing. Exit 0; 2 on a usage error.")
+    lister.add_argument("what", choices=["strategies", "scenarios", "models", "runs"],
+                        help="what to list: the names a config or flag takes, or the run directories")
     lister.add_argument("folder", nargs="?", default=None,
                         help="with `runs`: the folder to look in (default: runs)")
     lister.set_defaults(func=handle)
@@ -78,10 +83,19 @@ def list_runs(folder: str) -> int:
 
 
 def print_listing(rows: list[tuple[str, str]]) -> None:
-    """``name  text`` lines with the names padded to one width."""
+    """``name  text`` lines with the names padded to one width; a control character in a name or a text
+    (a directory named with a line break, a manifest field holding a terminal escape) is shown escaped,
+    so that each row stays one line and the terminal is left alone."""
+    rows = [(_printable(name), _printable(line)) for name, line in rows]
     width = max(len(name) for name, _ in rows)
     for name, line in rows:
         print(f"{name:<{width}}  {line}")
+
+
+def _printable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _first_line(obj: object) -> str:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers, names
-from harness.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -62,6 +61,8 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
         known = {e["name"]: e for e in entries}
         unknown = [n for n in wanted if n not in known]
         if unknown:
+            from harness.core.suggest import did_you_mean
+
             raise UsageError(f"--strategies: unknown strategy {unknown[0]!r}{did_you_mean(unknown[0], known)} "
                              f"(known: {', '.join(known)})")
         entries = [known[n] for n in wanted]

@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.errors import UsageError
 from harness.cli.export_otel import check_exporter_config, export_run
-from harness.cli.flags import Subparsers, add_run_flags, load_run_config, shard
+from harness.cli.flags import Subparsers, add_run_flags, load_run_config, output_path, shard
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -22,7 +21,13 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench run``."""
-    run = subparsers.add_parser("run", help="replay sessions under every strategy into a run directory")
+    run = subparsers.add_parser(
+        "run", help="replay sessions under every strategy into a run directory", allow_abbrev=False,
+        description="Generate the config's sessions and replay each under every configured strategy (the same "
+                    "sessions for all, so the comparison is paired) into a run directory: sessions.parquet, "
+                    "calls.parquet, events.parquet, manifest.json and config.toml, then report.html and report.md; "
+                    "print the summary table. An existing run directory of the same config is resumed. Exit 0; 1 "
+                    "when sessions failed with outcome 'error'; 2 on a usage or config error (one line on stderr).")
     run.add_argument("config", nargs="?", help="TOML config (default: the embedded examples/default.toml)")
     add_run_flags(run)
     run.set_defaults(func=handle)
@@ -41,9 +46,8 @@ def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -
     shard_k_n = shard(args.shard)
     stem = Path(args.config).stem if args.config else default_stem
     default_name = stem if shard_k_n is None else f"{stem}-shard{shard_k_n[0]}of{shard_k_n[1]}"
-    out = Path(args.out) if args.out else Path("runs") / default_name
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out: {out} exists and is not a directory")
+    # Checked before any work: a file, a dangling link, a folder that cannot be written in, a name too long.
+    out = output_path(args.out if args.out else Path("runs") / default_name, flag="--out", directory=True)
     # An exporter that cannot be configured stops the command here, before any session replays.
     otel = check_exporter_config(args.otel, run_dir=out) if getattr(args, "otel", None) else None
     summary = run(config, out, resume=not args.no_resume, shard=shard_k_n, quiet=args.quiet, notify=print_note)

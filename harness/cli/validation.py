@@ -11,13 +11,19 @@ import sys
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers
+from harness.cli.flags import Subparsers, output_path
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench validation``."""
-    val = subparsers.add_parser("validation", help="run the validation experiments and write docs/validation.md: "
-                                                   "every published target with our figure, its CI and a verdict")
+    val = subparsers.add_parser(
+        "validation", help="run the validation experiments and write docs/validation.md: every published target "
+                           "with our figure, its CI and a verdict", allow_abbrev=False,
+        description="Run the validation experiments into --out (resumable) and write the validation document "
+                    "(--doc) with its plots and reports: every published target with our figure, its 95% CI and a "
+                    "verdict; print the verdict counts and each disagreement. The full run takes tens of minutes "
+                    "(see README, Validation); --quick is only a try. Exit 0; 1 when a check fails hard; 2 on a "
+                    "usage error (one line on stderr).")
     val.add_argument("--out", help="directory for the runs and probes (resumable; default: runs/validation, "
                                    "runs/validation-quick with --quick)")
     val.add_argument("--doc", help="the document to write (default: docs/validation.md, <out>/validation.md with "
@@ -74,15 +80,22 @@ def handle(args: argparse.Namespace) -> int:
 
 def check_flags(args: argparse.Namespace) -> None:
     """UsageError (or ConfigError) for a flag that would fail only after the experiments ran, which takes
-    half an hour: counts the run config refuses, an --out or --doc that cannot be a directory or a file,
-    an --examples that is no directory."""
+    half an hour: counts the run config refuses, an --out or --doc that cannot or may not be written (the
+    other kind, a dangling link, a run directory's own file, a folder that cannot be written in, a name too
+    long: `harness.core.output_paths`), an --examples that is no directory."""
     from harness.run.config import check_override
 
     for flag in ("sessions", "jobs"):
         if getattr(args, flag) is not None:
             check_override(flag, getattr(args, flag))
-    _check_writable("--out", Path(args.out), directory=True)
-    _check_writable("--doc", Path(args.doc), directory=False)
+    from harness.core.output_paths import is_run_directory
+
+    if is_run_directory(output_path(args.out, flag="--out", directory=True)):
+        # The experiments would write their runs inside another run's directory.
+        raise UsageError(f"--out: {args.out} is the run directory of a ctxbench run, not a folder of validation "
+                         "runs; give validation a folder of its own")
+    output_path(args.doc, flag="--doc", directory=False)
+    output_path(Path(args.doc).parent / "validation", flag="--doc (its assets' folder)", directory=True)
     if args.examples is not None:
         try:
             is_dir = Path(args.examples).is_dir()
@@ -90,18 +103,3 @@ def check_flags(args: argparse.Namespace) -> None:
             raise UsageError(f"--examples: cannot be used ({e.strerror})") from None
         if not is_dir:
             raise UsageError(f"--examples: {args.examples} is not a directory")
-
-
-def _check_writable(flag: str, path: Path, *, directory: bool) -> None:
-    """UsageError unless ``path`` is (or can be made as) a directory, or a file when not ``directory``:
-    it exists as the other kind, or the nearest of its parents that exists is not a directory."""
-    try:
-        if path.exists() and path.is_dir() != directory:
-            raise UsageError(f"{flag}: {path} exists and is {'not ' if directory else ''}a directory")
-        for parent in path.parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    raise UsageError(f"{flag}: {parent} is not a directory")
-                break
-    except OSError as e:  # a name too long, a permission: what the later write would have hit
-        raise UsageError(f"{flag}: cannot be used ({e.strerror})") from None

@@ -158,15 +158,18 @@ def verify_tables(run_dir: str | Path, manifest: Manifest) -> None:
         if not _SHA256.fullmatch(expected):
             raise TableCheckError(f"{manifest_path}: sha256.{name}: {expected!r} is not a sha256 "
                                   "(64 lowercase hex digits)")
+        if "\0" in name or len(name.encode("utf-8", "surrogatepass")) > 255:  # no file system holds such a name
+            raise TableCheckError(f"{manifest_path}: sha256: {name[:60]!r} is not a file name of the run directory")
         path = run_dir / name
-        if not path.exists():
-            raise TableCheckError(f"{path}: missing ({MANIFEST_FILE} lists it){_rebuild_hint(run_dir)}")
-        if not path.is_file():
-            raise TableCheckError(f"{path}: not a file ({MANIFEST_FILE} lists it as a table)")
         try:
+            if not path.exists():
+                raise TableCheckError(f"{path}: missing ({MANIFEST_FILE} lists it){_rebuild_hint(run_dir)}")
+            if not path.is_file():
+                raise TableCheckError(f"{path}: not a file ({MANIFEST_FILE} lists it as a table)")
             digest = file_sha256(path)
-        except OSError as error:
-            raise TableCheckError(f"{path}: cannot be read ({error.strerror or error})") from None
+        except (OSError, ValueError) as error:  # ValueError: a name the system cannot encode
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else " ".join(str(error).split())
+            raise TableCheckError(f"{str(path)[:200]}: cannot be read ({reason})") from None
         if digest != expected:
             raise TableCheckError(f"{path}: changed after the run (its sha256 does not match {MANIFEST_FILE})"
                                   f"{_rebuild_hint(run_dir)}")

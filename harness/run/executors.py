@@ -8,8 +8,13 @@ returning plain rows; it never writes to the run directory.
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
 import signal
+import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -104,12 +109,49 @@ def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
     return BatchResult(task.batch.id, session_rows, call_rows, EventLines.of(event_rows))
 
 
-def _start_worker() -> None:
-    """A forked worker's set-up: its parent's directory locks released, and SIGTERM back to its default.
-    The parent's handler turns SIGTERM into an exception for its own clean-up; in a worker the pool stops
-    at shutdown it would print a traceback from the worker's exit instead of ending it."""
+def _start_worker(parent: int | None = None) -> None:
+    """A forked worker's set-up: its parent's directory locks released, SIGTERM back to its default, and
+    the worker bound to its parent's life. The parent's handler turns SIGTERM into an exception for its
+    own clean-up; in a worker the pool stops at shutdown it would print a traceback from the worker's
+    exit instead of ending it.
+
+    A parent killed outright (SIGKILL, the OOM killer) runs no clean-up, and its workers would replay on
+    as orphans. On Linux the kernel ends them: ``PR_SET_PDEATHSIG`` sends the worker SIGKILL when its
+    parent dies, and since a parent that died before that call sends nothing, the worker then checks
+    that its parent is still ``parent`` (the pool's process, which passed its pid; None: whichever process
+    started the worker). Elsewhere a daemon thread polls the parent's pid and ends the worker when it
+    changes."""
     release_inherited_locks()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    parent = os.getppid() if parent is None else parent
+    if not _die_with_parent():
+        threading.Thread(target=_watch_parent, args=(parent,), name="ctxbench-parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the kernel was asked to tell
+        os._exit(1)
+
+
+#: ``prctl`` option: the signal the calling process gets when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+#: Seconds between two looks at the parent's pid where the kernel cannot be asked (not Linux).
+PARENT_POLL_S = 1.0
+
+
+def _die_with_parent() -> bool:
+    """Ask the kernel for SIGKILL when the parent dies; False where it cannot be asked (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)) == 0
+    except (OSError, AttributeError):  # no libc to load, no prctl in it
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    """End the worker as soon as its parent is no longer ``parent`` (it died: the worker was re-parented)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseException) -> dict[str, Any]:
@@ -135,7 +177,12 @@ def _serial(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Ite
 def _process(tasks: Sequence[BatchTask], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
     workers = jobs or os.cpu_count() or 1
     # A forked worker must not keep the run directory's lock alive if the parent is killed.
-    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker) as pool:
+    context = multiprocessing.get_context()
+    # fork and spawn start each worker from this process; a fork server starts them from itself (and ends
+    # when this process does), so there the worker's parent at start-up is the one to outlive.
+    parent = os.getpid() if context.get_start_method() in ("fork", "spawn") else None
+    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(parent,),
+                             mp_context=context) as pool:
         pending: set[Future[BatchResult]] = set()
         queue = list(tasks)
         while queue or pending:

@@ -43,12 +43,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import hashlib
 import importlib
 import json
 import logging
 import math
 import os
+import re
+import socket
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +90,7 @@ __all__ = [
     "OtelConfigError",
     "OtelInputError",
     "check_exporter_config",
+    "check_receiver",
     "export_run",
     "make_exporter",
     "session_trace_id",
@@ -113,6 +117,12 @@ TRACES_PATH = "v1/traces"
 HTTP_PROTOBUF = "http/protobuf"
 #: Compressions the OTLP/HTTP exporter knows.
 COMPRESSIONS = ("none", "gzip", "deflate")
+#: An HTTP header name (RFC 9110's "token"): a name with a space or a colon cannot be sent.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: What an HTTP header value may not hold: control characters (a line break would end the header).
+_HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+#: Seconds the receiver check waits for a connection when no timeout is configured (the SDK's default).
+DEFAULT_TIMEOUT_S = 10.0
 #: The loggers the OTLP exporter reports failed batches on; captured into `ExportSummary.last_error`.
 _EXPORTER_LOGGERS = ("opentelemetry.exporter.otlp.proto.http", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
@@ -221,7 +231,14 @@ def _otlp_config(environ: Mapping[str, str]) -> ExporterConfig:
             if not sep or not key.strip():
                 raise OtelConfigError(f"{listed[0]}: {item.strip()!r} is not key=value (expected "
                                       "comma-separated key=value pairs, values URL-encoded)")
-            headers[unquote(key.strip()).lower()] = unquote(value.strip())
+            name, text = unquote(key.strip()), unquote(value.strip())
+            if not _HEADER_NAME.fullmatch(name):
+                raise OtelConfigError(f"{listed[0]}: {name!r} is not an HTTP header name (letters, digits and "
+                                      "!#$%&'*+-.^_`|~ only: no spaces, no colons)")
+            if _HEADER_VALUE_BAD.search(text) or not _latin1(text):
+                raise OtelConfigError(f"{listed[0]}: the value of {name!r} holds a character an HTTP header cannot "
+                                      "carry (a control character, or one outside Latin-1: URL-encode it)")
+            headers[name.lower()] = text
     timeout_s: float | None = None
     timeout = _first_set(environ, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
     if timeout is not None:
@@ -241,6 +258,14 @@ def _otlp_config(environ: Mapping[str, str]) -> ExporterConfig:
     return ExporterConfig("otlp", endpoint=endpoint, headers=headers, timeout_s=timeout_s, compression=compression)
 
 
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_exporter_config(kind: str, *, path: str | Path | None = None, environ: Mapping[str, str] | None = None,
                           parent_made_later: bool = False) -> ExporterConfig:
     """The exporter configuration for ``kind`` (``file`` or ``otlp``), checked before any span is made:
@@ -257,15 +282,44 @@ def check_exporter_config(kind: str, *, path: str | Path | None = None, environ:
         if path is None:
             raise OtelConfigError("the file exporter needs a path to write to")
         target = Path(path)
-        if target.is_dir():
-            raise OtelConfigError(f"{target}: is a directory, not a file to write traces to")
-        if not parent_made_later and not target.parent.is_dir():
-            raise OtelConfigError(f"{target}: directory {target.parent} does not exist")
+        try:
+            if target.is_dir():
+                raise OtelConfigError(f"{target}: is a directory, not a file to write traces to")
+            if not parent_made_later and not target.parent.is_dir():
+                raise OtelConfigError(f"{target}: directory {target.parent} does not exist")
+        except OSError as error:  # a name too long, a loop of links: what the write would hit
+            raise OtelConfigError(f"{str(target)[:120]}: cannot be written ({error.strerror or error})") from None
         _require_opentelemetry(kind)
         return ExporterConfig("file", path=target)
     config = _otlp_config(os.environ if environ is None else environ)
     _require_opentelemetry(kind)
     return config
+
+
+def check_receiver(config: ExporterConfig) -> None:
+    """OtelConfigError, one line naming the endpoint, when nothing accepts a connection where an ``otlp``
+    configuration sends its spans (or at the proxy the environment makes the requests go through): a
+    receiver that is not running is found before any session replays or any span is made, not after
+    every batch failed. A ``file`` configuration needs no check."""
+    if config.kind != "otlp" or config.endpoint is None:
+        return
+    import requests.utils
+
+    target = urlsplit(config.endpoint)
+    via = ""
+    proxy = requests.utils.select_proxy(config.endpoint, requests.utils.get_environ_proxies(config.endpoint))
+    if proxy:
+        target = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        via = f" through the proxy {proxy}"
+    host = target.hostname or "localhost"
+    port = target.port or (443 if target.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=config.timeout_s or DEFAULT_TIMEOUT_S).close()
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise OtelConfigError(f"{config.endpoint}: no OTLP receiver to send to{via} (connecting to {host}:{port}: "
+                              f"{reason}); start it, or point OTEL_EXPORTER_OTLP_ENDPOINT (or "
+                              "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) at one") from None
 
 
 def make_exporter(config: ExporterConfig) -> SpanExporter:
@@ -278,27 +332,50 @@ def make_exporter(config: ExporterConfig) -> SpanExporter:
 
 def _otlp_http_exporter(config: ExporterConfig) -> SpanExporter:
     """The SDK's OTLP/HTTP exporter with exactly the checked settings, behind a wrapper that keeps what the
-    receiver last answered (``error``): the SDK only logs it, and for a batch it retried, without the status."""
+    receiver last answered (``error``): the SDK only logs it, and for a batch it retried, without the status.
+
+    The wrapper also reads what the SDK ignores: the spans a receiver that answered 200 still rejected
+    (OTLP's ``partial_success``: ``rejected``, ``rejected_message`` after each batch), and a receiver that
+    refuses the connection (``unreachable``: the batch fails at once, without the SDK's back-off retries,
+    and `export_run` sends nothing more)."""
     import requests
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+    class Unreachable(Exception):
+        """Raised through the SDK (which retries only request errors) to end the batch at once."""
+
     class RecordingSession(requests.Session):
         last = ""
+        rejected = 0
+        rejected_message = ""
 
         def post(self, url: Any, *args: Any, **kwargs: Any) -> requests.Response:
+            self.rejected, self.rejected_message = 0, ""
             try:
                 response = super().post(url, *args, **kwargs)
             except requests.exceptions.RequestException as error:
                 self.last = f"{url}: {type(error).__name__}"
+                refused = _refusal(error)
+                if refused:
+                    self.last = f"{url}: {refused}"
+                    raise Unreachable(self.last) from None
                 raise
             self.last = f"{url}: HTTP {response.status_code} {response.reason}"
+            if response.ok:
+                self.rejected, self.rejected_message = _partial_success(response.content,
+                                                                        response.headers.get("Content-Type", ""))
             return response
 
     class OtlpHttpExporter(SpanExporter):
         def __init__(self) -> None:
             self.error = ""
+            #: The receiver refused a connection: nothing more can be sent.
+            self.unreachable = False
+            #: Spans of the last batch the receiver rejected although it answered 200, and what it said.
+            self.rejected = 0
+            self.rejected_message = ""
             self.session = RecordingSession()
             # Everything given explicitly, so the exporter uses exactly what was checked (an empty variable,
             # which the SDK would take as the URL "", is unset here, as the specification says).
@@ -307,9 +384,17 @@ def _otlp_http_exporter(config: ExporterConfig) -> SpanExporter:
                                           session=self.session)
 
         def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-            result = self.inner.export(spans)
+            self.rejected, self.rejected_message = 0, ""
+            try:
+                result = self.inner.export(spans)
+            except Unreachable as error:
+                self.error, self.unreachable = str(error), True
+                return SpanExportResult.FAILURE
             if result != SpanExportResult.SUCCESS:
                 self.error = self.session.last
+            else:
+                self.rejected = min(len(spans), self.session.rejected)
+                self.rejected_message = self.session.rejected_message
             return result
 
         def shutdown(self) -> None:
@@ -321,10 +406,52 @@ def _otlp_http_exporter(config: ExporterConfig) -> SpanExporter:
     return OtlpHttpExporter()
 
 
+#: The errors of a connection that no retry within the timeout would make: nothing listens, no route.
+_UNREACHABLE_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+
+
+def _refusal(error: BaseException) -> str:
+    """"connection refused" (or the like) when ``error`` comes from a connection nothing accepted, found
+    through the exceptions requests and urllib3 wrap it in; "" for any other failure."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [error]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _UNREACHABLE_ERRNOS:
+            return (current.strerror or "connection refused").lower()
+        linked = [*current.args, getattr(current, "reason", None), current.__cause__, current.__context__]
+        stack.extend(e for e in linked if isinstance(e, BaseException))
+    return ""
+
+
+def _partial_success(body: bytes, content_type: str) -> tuple[int, str]:
+    """(spans rejected, the receiver's message) of an OTLP ``ExportTraceServiceResponse`` answered with 200,
+    protobuf or JSON as its content type says; (0, "") when it rejected none or the body is no such response
+    (an empty body is the full success the specification allows)."""
+    if not body:
+        return 0, ""
+    try:
+        if "json" in content_type.lower():
+            partial = json.loads(body).get("partialSuccess") or {}
+            rejected, message = int(partial.get("rejectedSpans") or 0), str(partial.get("errorMessage") or "")
+        else:
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+            reply = ExportTraceServiceResponse.FromString(body)
+            rejected, message = reply.partial_success.rejected_spans, reply.partial_success.error_message
+    except Exception:  # not a response body (protobuf's DecodeError, JSON that is no object)
+        return 0, ""
+    return max(0, int(rejected)), " ".join(message.split())
+
+
 def _otlp_json_file_exporter(path: Path) -> SpanExporter:
     """An exporter writing one OTLP/JSON ``ExportTraceServiceRequest`` per batch, one per line, into a
     temporary file renamed to ``path`` on shutdown (a reader never sees half an export). A write that fails
-    fails its batch."""
+    fails its batch. ``abandon`` (what `export_run` calls when the export is interrupted) removes the
+    temporary file instead: ``path`` keeps what it held before."""
     # protobuf ships no type stubs; its JSON mapping is used in this one place.
     message_to_dict = importlib.import_module("google.protobuf.json_format").MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -363,10 +490,23 @@ def _otlp_json_file_exporter(path: Path) -> SpanExporter:
                 os.fsync(out.fileno())
                 out.close()
                 os.replace(self._tmp, path)
+                self._tmp = ""
             except OSError as error:
                 self.error = f"{path}: {error.strerror or error}"
                 self.lost = True
-                with contextlib.suppress(OSError):  # the temporary file may never have been made
+                self.abandon()
+            except BaseException:  # interrupted on the way: the old file stays, the temporary one goes
+                self.abandon()
+                raise
+
+        def abandon(self) -> None:
+            """An export that did not finish (interrupted, or its file could not be put in place): the
+            temporary file is removed and whatever ``path`` held before is left as it was."""
+            if self._file is not None:
+                with contextlib.suppress(OSError):
+                    self._file.close()
+            if self._tmp:
+                with contextlib.suppress(OSError):  # already renamed, or never made
                     os.unlink(self._tmp)
 
         def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -425,6 +565,53 @@ _SESSION_COLUMNS = (*SESSION_KEY, "outcome", "latency_s")
 _CALL_COLUMNS = (*SESSION_KEY, "agent", "call_index", "call_kind", "input_tokens", "cached_input_tokens",
                  "output_tokens", "model_s", "clock_s")
 _EVENT_COLUMNS = (*SESSION_KEY, "seq", "agent", "event", "call_index", "tool", "status")
+#: The columns each table places the spans with (seconds on the simulated clock) and counts or indexes
+#: them with: every value must be a finite number (seconds from 0 to `MAX_SECONDS`), for a span cannot
+#: leave its time or its index out the way it leaves out an attribute whose value is missing.
+_SESSION_TIMES, _SESSION_COUNTS = ("latency_s",), ("session_index",)
+_CALL_TIMES = ("model_s", "clock_s")
+_CALL_COUNTS = ("session_index", "call_index", "input_tokens", "cached_input_tokens", "output_tokens",
+                "cache_write_tokens")
+_EVENT_COUNTS = ("session_index", "seq", "call_index")
+#: The longest simulated time a span may end at: about 31 years, far inside what an OTLP time (nanoseconds
+#: since 1970 in 64 bits) can hold after a run's start.
+MAX_SECONDS = 1e9
+
+
+def _check_numbers(path: Path, frame: pd.DataFrame, times: Sequence[str], counts: Sequence[str]) -> None:
+    """OtelInputError naming the table, the column and the first row when a value of ``times`` or
+    ``counts`` (those the frame has) is missing or not a finite number (or a time outside 0 to
+    `MAX_SECONDS`, a count outside 64 bits), or when any number of the table is infinite.
+
+    A NaN elsewhere is how a missing value reads back from Parquet (a null in a float column): its
+    attribute is left out, as for any missing value. An infinity is no missing value, and no run writes
+    one: the table is damaged."""
+    for column in frame.columns:
+        series = frame[column]
+        if column in times or column in counts:
+            values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            with np.errstate(invalid="ignore"):
+                low, high = (0.0, MAX_SECONDS) if column in times else (float(_INT64_MIN), float(_INT64_MAX))
+                bad = ~(np.isfinite(values) & (values >= low) & (values <= high))
+            what = (f"a number of seconds from 0 to {MAX_SECONDS:g}" if column in times
+                    else "a finite number within 64 bits")
+        elif pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            bad = np.isinf(series.to_numpy(dtype=float, na_value=np.nan))
+            what = "a finite number"
+        else:
+            continue
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            value = series.iloc[row]
+            raise OtelInputError(f"{path}: column {column}, row {row}: {_shown(value)} is not {what} (the table is "
+                                 "damaged: a run never writes one)")
+
+
+def _shown(value: Any) -> str:
+    if value is None or value is pd.NA:
+        return "a missing value"
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _read_table(path: Path, columns: Sequence[str]) -> pd.DataFrame:
@@ -474,11 +661,16 @@ def _open_run(run_dir: Path) -> _Run:
     if not (run_dir / CALLS_TABLE).is_file():
         raise OtelInputError(f"{run_dir / CALLS_TABLE}: missing (the chat spans are its rows)")
     sessions = _read_table(run_dir / SESSIONS_TABLE, _SESSION_COLUMNS)
-    calls = _read_table(run_dir / CALLS_TABLE, _CALL_COLUMNS).sort_values([*SESSION_KEY, "call_index"], kind="stable")
+    _check_numbers(run_dir / SESSIONS_TABLE, sessions, _SESSION_TIMES, _SESSION_COUNTS)
+    calls = _read_table(run_dir / CALLS_TABLE, _CALL_COLUMNS)
+    _check_numbers(run_dir / CALLS_TABLE, calls, _CALL_TIMES, _CALL_COUNTS)
+    calls = calls.sort_values([*SESSION_KEY, "call_index"], kind="stable")
     events_path = run_dir / EVENTS_TABLE
     events = None
     if events_path.exists():
-        events = _read_table(events_path, _EVENT_COLUMNS).sort_values([*SESSION_KEY, "seq"], kind="stable")
+        events = _read_table(events_path, _EVENT_COLUMNS)
+        _check_numbers(events_path, events, (), _EVENT_COUNTS)
+        events = events.sort_values([*SESSION_KEY, "seq"], kind="stable")
     return _Run(run_id=manifest.run_id or run_dir.name, epoch_ns=_epoch_ns(manifest),
                 model=manifest.model_name or "mock", sessions=sessions, calls=calls, events=events)
 
@@ -547,6 +739,23 @@ class _Builder:
 
     def _context(self, trace_id: int, span_id: int) -> Any:
         return self.SpanContext(trace_id, span_id, is_remote=False, trace_flags=self.sampled)
+
+    def count(self, row: Mapping[str, Any]) -> _SessionSpans:
+        """What `session` would make of ``row`` (its chat and tool spans and span events), counted without
+        making a span: for the sessions of an export that sends nothing more."""
+        key = (row["scenario"], row["session_index"], row["strategy"])
+        calls = self.calls_at.get(key, ())
+        indices = {int(self.call_records[i]["call_index"]) for i in calls}
+        tools = events = 0
+        for i in self.events_at.get(key, ()):
+            e = self.event_records[i]
+            kind = str(e["event"])
+            if kind == "call" and int(e["call_index"]) in indices and str(e["tool"] or ""):
+                tools += 1
+            elif kind in ("compaction", "lost"):
+                events += 1
+        events += _plain(row.get("loop_rule")) is not None
+        return _SessionSpans([], chat=len(calls), tools=tools, events=events)
 
     def session(self, row: Mapping[str, Any]) -> _SessionSpans:
         key = (row["scenario"], row["session_index"], row["strategy"])
@@ -676,6 +885,12 @@ class ExportSummary:
     has_events: bool
     #: The last failure the exporter reported, "" when none did.
     last_error: str = ""
+    #: Spans a receiver rejected in batches it answered with success (OTLP partial success), counted in
+    #: ``spans_failed`` too, and the last message it gave for them.
+    spans_rejected: int = 0
+    rejected_message: str = ""
+    #: The spans went to a file (``written``) rather than to a receiver (``sent``).
+    to_file: bool = False
 
     @property
     def spans(self) -> int:
@@ -695,10 +910,17 @@ class ExportSummary:
         if not self.has_events:
             text += f"; no {EVENTS_TABLE} in the run: no execute_tool spans or compaction events"
         if self.ok:
-            return f"{text}; {self.spans_sent} spans sent in {self.batches} batches"
+            return f"{text}; {self.spans_sent} spans {'written' if self.to_file else 'sent'} in {self.batches} batches"
         why = f" (last error: {self.last_error})" if self.last_error else ""
-        return (f"{text}; FAILED: {self.spans_failed} of {self.spans} spans not exported, {self.batches_failed} of "
-                f"{self.batches} batches failed{why}")
+        return (f"{text}; FAILED: {self.spans_failed} of {self.spans} spans not exported{self.rejection()}, "
+                f"{self.batches_failed} of {self.batches} batches failed{why}")
+
+    def rejection(self) -> str:
+        """", N rejected by the receiver (its message)" when a receiver rejected spans it answered 200 for."""
+        if not self.spans_rejected:
+            return ""
+        said = f": {self.rejected_message}" if self.rejected_message else ": it gave no reason"
+        return f", {self.spans_rejected} rejected by the receiver although it answered 200{said}"
 
 
 class _ErrorCapture(logging.Handler):
@@ -735,10 +957,13 @@ def export_run(run_dir: str | Path, exporter_or_config: ExporterConfig | SpanExp
     ``exporter_or_config``: a checked `ExporterConfig` (its exporter is made and shut down here) or any SDK
     ``SpanExporter`` (left open: the caller owns it).
 
-    OtelInputError, before any span is exported, when ``run_dir`` is not a finished simulated run;
-    OtelConfigError when OpenTelemetry is not installed. A batch the exporter fails is counted in the
-    summary, never raised; after `GIVE_UP_AFTER` failed batches in a row the rest are counted as failed
-    without being sent. ``progress(sessions_done, sessions_total)`` hears each session."""
+    OtelInputError, before any span is exported, when ``run_dir`` is not a finished simulated run (or one
+    of its tables holds a number that cannot be a time or a count); OtelConfigError when OpenTelemetry is
+    not installed. A batch the exporter fails is counted in the summary, never raised, and so are the spans
+    a receiver rejected in a batch it accepted. After `GIVE_UP_AFTER` failed batches in a row, or the first
+    one whose receiver refused the connection, the rest are counted as failed without being made or sent.
+    An interrupted export (Ctrl-C, SIGTERM) leaves a file destination as it was: the partial file is
+    removed. ``progress(sessions_done, sessions_total)`` hears each session."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     _require_opentelemetry("sdk")
@@ -747,66 +972,99 @@ def export_run(run_dir: str | Path, exporter_or_config: ExporterConfig | SpanExp
     if isinstance(exporter_or_config, ExporterConfig):
         exporter = make_exporter(exporter_or_config)
         destination = exporter_or_config.destination
+        to_file = exporter_or_config.kind == "file"
     else:
         exporter = exporter_or_config
         destination = type(exporter).__name__
+        to_file = False
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     builder = _Builder(run)
     counts = {"invoke_agent": 0, "chat": 0, "execute_tool": 0}
     span_events = batches = batches_failed = spans_sent = spans_failed = failed_in_a_row = 0
+    spans_rejected = unsent = 0
+    rejected_message = ""
+    given_up = ""  # why the rest is not sent, once it is not
     pending: list[ReadableSpan] = []
     total = len(run.sessions)
 
     with _captured_exporter_logs() as capture:
         def flush() -> None:
-            nonlocal batches, batches_failed, spans_sent, spans_failed, failed_in_a_row
+            nonlocal batches, batches_failed, spans_sent, spans_failed, failed_in_a_row, spans_rejected
+            nonlocal rejected_message, given_up
             batch = pending[:batch_size]
             del pending[:batch_size]
             batches += 1
-            if failed_in_a_row >= GIVE_UP_AFTER:
+            try:
+                result = exporter.export(batch)
+            # An exporter is told never to raise; one that does loses this batch, counted like any other.
+            except Exception as error:
+                capture.last = f"{type(error).__name__}: {' '.join(str(error).split())}"
                 result = SpanExportResult.FAILURE
-            else:
-                try:
-                    result = exporter.export(batch)
-                # An exporter is told never to raise; one that does loses this batch, counted like any other.
-                except Exception as error:
-                    capture.last = f"{type(error).__name__}: {' '.join(str(error).split())}"
-                    result = SpanExportResult.FAILURE
             if result == SpanExportResult.SUCCESS:
-                spans_sent += len(batch)
+                rejected = min(len(batch), max(0, int(getattr(exporter, "rejected", 0) or 0)))
+                if rejected:
+                    spans_rejected += rejected
+                    rejected_message = str(getattr(exporter, "rejected_message", "") or "") or rejected_message
+                spans_sent += len(batch) - rejected
+                spans_failed += rejected
                 failed_in_a_row = 0
             else:
                 spans_failed += len(batch)
                 batches_failed += 1
                 failed_in_a_row += 1
+                if getattr(exporter, "unreachable", False):
+                    given_up = "the receiver refused the connection"
+                elif failed_in_a_row >= GIVE_UP_AFTER:
+                    given_up = f"{GIVE_UP_AFTER} failed in a row"
 
+        finished = False
         try:
             for done, row in enumerate(run.sessions.to_dict("records"), start=1):
-                made = builder.session(row)
+                # Once nothing more is sent, the rest is counted, not built: building is most of the time.
+                made = builder.count(row) if given_up else builder.session(row)
                 counts["invoke_agent"] += 1
                 counts["chat"] += made.chat
                 counts["execute_tool"] += made.tools
                 span_events += made.events
-                pending.extend(made.spans)
-                while len(pending) >= batch_size:
+                if given_up:
+                    unsent += 1 + made.chat + made.tools
+                else:
+                    pending.extend(made.spans)
+                while not given_up and len(pending) >= batch_size:
                     flush()
                 if progress is not None:
                     progress(done, total)
-            while pending:
+            while pending and not given_up:
                 flush()
+            finished = True
         finally:
             if owned:
-                exporter.shutdown()
+                # Interrupted: nothing half-written is put in place (a file destination keeps its old bytes).
+                abandon = getattr(exporter, "abandon", None)
+                if finished or abandon is None:
+                    exporter.shutdown()
+                else:
+                    abandon()
         last_error = str(getattr(exporter, "error", "") or "") or capture.last
+        skipped = 0
+        if given_up:
+            # The spans not sent would have made whole batches after the ones tried (the stream is cut in
+            # order), the last one short.
+            left = len(pending) + unsent
+            pending.clear()
+            skipped = -(-left // batch_size)
+            batches += skipped
+            batches_failed += skipped
+            spans_failed += left
         if owned and getattr(exporter, "lost", False):
             # The file could not be put in place at the end: nothing the export wrote is readable.
             spans_failed, batches_failed, spans_sent = spans_failed + spans_sent, batches, 0
-        if failed_in_a_row > GIVE_UP_AFTER:
-            last_error += f" (the last {failed_in_a_row - GIVE_UP_AFTER} batches were not sent after "\
-                          f"{GIVE_UP_AFTER} failed in a row)"
+        if skipped:
+            last_error += f" (the last {skipped} batches were not sent: {given_up})"
 
     return ExportSummary(run_dir=Path(run_dir), destination=destination, traces=counts["invoke_agent"],
                          spans_by_kind=counts, span_events=span_events, batches=batches,
                          batches_failed=batches_failed, spans_sent=spans_sent, spans_failed=spans_failed,
-                         has_events=run.events is not None, last_error=last_error.strip())
+                         has_events=run.events is not None, last_error=last_error.strip(),
+                         spans_rejected=spans_rejected, rejected_message=rejected_message, to_file=to_file)

@@ -344,8 +344,8 @@ def loop_shapes(run_name: str, run_dir: Path, config: RunConfig) -> pd.DataFrame
             script = scenarios.generate(str(s.scenario), int(s.seed), **params.get(str(s.scenario), {}))
             never = scripts[(str(s.scenario), int(s.seed))] = never_clearing_steps(script)
         # A malformed call keeps its intended purpose as its action; its damage is in malformed_kind.
-        actions = ["malformed" if kind else action
-                   for action, kind in zip(group["action"].astype(str), group["malformed_kind"].astype(str))]
+        actions = ["malformed" if kind else action for action, kind
+                   in zip(group["action"].astype(str), group["malformed_kind"].astype(str), strict=True)]
         step_ids = group["step_id"].astype(str).tolist()
         branches = [frozenset(str(e.get("branch", "")) for e in json.loads(t) if e.get("depth", 0) == 0)
                     for t in group["trace"]]

@@ -25,19 +25,37 @@ event log. Random draws are pure functions of (seed, purpose, step, attempt), so
 needed to continue them. Process-local things are not saved: the tokenizer (the default one is
 attached again on restore) and the meters' memo of measured texts. The bytes name their format and
 the ctxbench version that wrote them; `restore` refuses other versions and damaged bytes with a
-one-line `ReplayStateError`. The bytes are a pickle: restore only state you saved yourself.
+one-line `ReplayStateError`.
+
+The state is a pickle (a strategy, built-in or a plugin's, keeps whatever per-session state it likes,
+so no fixed format could hold it), and unpickling can run code. So the bytes are signed: `save` puts
+an HMAC-SHA256 of them under a key that is not in the bytes, and `restore` checks it before a byte is
+unpickled, refusing bytes signed with another key (or not at all) with a `ReplayStateError`. The key
+is this user's (`state_key`): ``$CTXBENCH_STATE_KEY`` when set, else the file
+``$XDG_STATE_HOME/ctxbench/replay-state.key`` (``~/.local/state/ctxbench/`` without the variable),
+made with random bytes and mode 0600 on first use; a key file another user could read or write is
+refused. State saved by this user restores in any of this user's processes on this machine; to move
+it to another machine or user, pass the same ``key=`` to `save` and `restore` (or set the variable on
+both). Give that key only to whom you would let run code in your process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
 import io
 import json
 import operator
+import os
 import pickle
+import secrets
+import stat
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, overload
 
 import harness
@@ -70,8 +88,8 @@ from harness.sim.tool_player import ToolOutcome, ToolPlayer
 from scenarios.base import Handoff, SessionScript, Step
 from strategies.base import CannotReduce, ContextStrategy, create
 
-__all__ = ["NUDGE_TEXT", "REPLAY_STATE_FORMAT", "PromptCache", "Replay", "ReplayStateError", "SessionResult",
-           "replay"]
+__all__ = ["NUDGE_TEXT", "REPLAY_STATE_FORMAT", "STATE_KEY_ENV", "PromptCache", "Replay", "ReplayStateError",
+           "SessionResult", "replay", "state_key", "state_key_path"]
 
 NUDGE_TEXT = ("you called {tool} with the same arguments 3 times and got an error; "
               "fix the arguments or change approach")
@@ -135,7 +153,7 @@ class Replay:
             self.meter.tokenizer.count(self.loaded.text) if self.loaded.text else 0)
         self.model = MockModel(script, profile, system_tokens=self.system_tokens, tokenizer=self.meter.tokenizer)
         durable = {key for key, fact in script.facts.items() if fact.durable}
-        # The model reads the block: a durable fact's line there counts as known (docs/model.md, memory).
+        # The model reads the block: a durable fact's line there counts as known (docs/model.md 2.2).
         self.model.memory = {k: v for k, v in self.loaded.facts.items() if k in durable}
         self.memory_used: set[str] = set()
         self.stale_memory_used = False
@@ -298,9 +316,11 @@ class Replay:
         return "success" if all(stated.get(k) == truth[k] for k in self.script.final_facts) else "wrong_answer"
 
     # Saving and restoring --------------------------------------------------------------------------------
-    def save(self) -> bytes:
-        """The whole state of the session as it stands between turns (see the module's docstring);
-        `restore` reads it back, in any process running the same ctxbench version."""
+    def save(self, key: bytes | str | None = None) -> bytes:
+        """The whole state of the session as it stands between turns (see the module's docstring), signed
+        with ``key`` (default: this user's key, `state_key`); `restore` reads it back, in any process
+        running the same ctxbench version that has the same key."""
+        secret = _key_bytes(key) if key is not None else state_key()
         buffer = io.BytesIO()
         try:
             _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(self)
@@ -308,14 +328,17 @@ class Replay:
             raise ReplayStateError(f"replay state cannot be saved: {_one_line(e)}") from e
         payload = buffer.getvalue()
         header = json.dumps({"format": REPLAY_STATE_FORMAT, "ctxbench": harness.__version__,
-                             "sha256": hashlib.sha256(payload).hexdigest()}, sort_keys=True)
+                             "sha256": hashlib.sha256(payload).hexdigest(),
+                             "hmac_sha256": _signature(secret, REPLAY_STATE_FORMAT, harness.__version__, payload)},
+                            sort_keys=True)
         return _STATE_MAGIC + header.encode() + b"\n" + payload
 
     @classmethod
-    def restore(cls, data: bytes) -> Replay:
+    def restore(cls, data: bytes, key: bytes | str | None = None) -> Replay:
         """The replay `save` wrote into ``data``, ready to `run` on from where it stopped.
-        ReplayStateError (one line) for bytes that are not such a state, are damaged, or were written by
-        another state format or ctxbench version."""
+        ReplayStateError (one line) for bytes that are not such a state, are damaged, were written by
+        another state format or ctxbench version, or were not signed with ``key`` (default: this user's
+        key, `state_key`). The signature is checked before a byte of the state is unpickled."""
         if not isinstance(data, bytes | bytearray | memoryview):
             raise ReplayStateError(f"replay state must be bytes, not {type(data).__name__}")
         data = bytes(data)
@@ -331,8 +354,18 @@ class Replay:
             raise ReplayStateError(
                 f"replay state was saved by ctxbench {version} (state format {fmt}); this is ctxbench "
                 f"{harness.__version__} (state format {REPLAY_STATE_FORMAT}): replay the session again")
-        if not newline or hashlib.sha256(payload).hexdigest() != digest:
+        if not newline or not isinstance(digest, str) or hashlib.sha256(payload).hexdigest() != digest:
             raise ReplayStateError("replay state is damaged: its bytes do not match their checksum")
+        # The checksum above is carried by the bytes themselves; only the key's signature says that this
+        # user's ctxbench wrote them. Nothing is unpickled before it matches.
+        secret = _key_bytes(key) if key is not None else state_key()
+        signature = header.get("hmac_sha256")
+        if not isinstance(signature, str) or not hmac.compare_digest(
+                signature.encode("utf-8", "replace"), _signature(secret, fmt, version, payload).encode()):
+            raise ReplayStateError(
+                "replay state is not signed with " + ("the key given" if key is not None else "this user's key")
+                + ": it was saved with another key (another user or machine: restore it with that key, "
+                "Replay.restore(data, key=...) or CTXBENCH_STATE_KEY) or it was changed since; it is not loaded")
         try:
             replayer = pickle.loads(payload)
         except Exception as e:  # checked bytes that still fail: a class changed without a version bump
@@ -667,8 +700,8 @@ class _SummarizerSeam:
 
 # Replay state (`Replay.save`, `Replay.restore`) ------------------------------------------------------------
 
-#: The layout of saved replay state; bump it whenever what `Replay.save` writes changes shape.
-REPLAY_STATE_FORMAT = 1
+#: The layout of saved replay state; bump it whenever what `Replay.save` writes changes shape (2: signed).
+REPLAY_STATE_FORMAT = 2
 _STATE_MAGIC = b"ctxbench replay state\n"
 #: Where the session stands: not begun, an agent on its steps, the last agent at its final answer, ended.
 Phase = Literal["start", "steps", "final", "done"]
@@ -676,6 +709,111 @@ Phase = Literal["start", "steps", "final", "done"]
 
 class ReplayStateError(ValueError):
     """Saved replay state that cannot be saved or restored; ``str()`` is one line saying why."""
+
+
+#: The variable whose text, when set, is the key replay state is signed with (instead of the key file).
+STATE_KEY_ENV = "CTXBENCH_STATE_KEY"
+#: The key file's name, in ``$XDG_STATE_HOME/ctxbench/`` (default ``~/.local/state/ctxbench/``).
+STATE_KEY_FILE = "replay-state.key"
+#: Random bytes of a new key (written as hex), and the fewest a key file or a given key may hold.
+_KEY_BYTES = 32
+_MIN_KEY_LENGTH = 16
+
+
+def state_key_path() -> Path:
+    """Where this user's replay-state key is kept: ``$XDG_STATE_HOME/ctxbench/replay-state.key``, or
+    ``~/.local/state/ctxbench/replay-state.key`` when the variable is unset or not an absolute path (as
+    the XDG Base Directory specification says)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if base and os.path.isabs(base):
+        return Path(base) / "ctxbench" / STATE_KEY_FILE
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
+        raise ReplayStateError(f"replay state key: no home directory to keep it in; set {STATE_KEY_ENV} or "
+                               "XDG_STATE_HOME, or pass key=") from None
+    return home / ".local" / "state" / "ctxbench" / STATE_KEY_FILE
+
+
+def state_key() -> bytes:
+    """The key replay state is signed with: ``$CTXBENCH_STATE_KEY`` when set, else this user's key file
+    (`state_key_path`), made on first use with 32 random bytes, readable by this user only (0600).
+    ReplayStateError (one line naming the file) when the file cannot be read or made, or when it is not
+    a regular file of this user's that only this user can read (another user could sign state with it)."""
+    given = os.environ.get(STATE_KEY_ENV)
+    if given:
+        return _key_bytes(given, source=STATE_KEY_ENV)
+    path = state_key_path()
+    key = _read_key_file(path)
+    return key if key is not None else _make_key_file(path)
+
+
+def _key_bytes(key: bytes | str, *, source: str = "key") -> bytes:
+    secret = key.encode() if isinstance(key, str) else bytes(key)
+    if len(secret.strip()) < _MIN_KEY_LENGTH:
+        raise ReplayStateError(f"replay state {source}: a key of at least {_MIN_KEY_LENGTH} bytes is needed "
+                               f"(got {len(secret.strip())})")
+    return secret.strip()
+
+
+def _signature(key: bytes, fmt: object, version: object, payload: bytes) -> str:
+    """The HMAC-SHA256 of the state's format, version and payload under ``key``, in hex."""
+    signed = hmac.new(key, json.dumps([fmt, version]).encode() + b"\n", hashlib.sha256)
+    signed.update(payload)
+    return signed.hexdigest()
+
+
+def _read_key_file(path: Path) -> bytes | None:
+    """The key in ``path``; None when there is no such file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as e:  # a link (O_NOFOLLOW), a folder on the way that is a file, a permission
+        raise ReplayStateError(f"replay state key {path}: cannot be read ({e.strerror or e}); remove it or set "
+                               f"{STATE_KEY_ENV}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ReplayStateError(f"replay state key {path}: not a regular file; remove it or set {STATE_KEY_ENV}")
+        if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+            raise ReplayStateError(f"replay state key {path}: must belong to this user and be readable by nobody "
+                                   f"else (mode 0600), or anyone who can read it could make state that runs code "
+                                   f"here; chmod 600 it, or remove it")
+        data = os.read(fd, 4096)
+    except OSError as e:
+        raise ReplayStateError(f"replay state key {path}: cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+    if len(data.strip()) < _MIN_KEY_LENGTH:
+        raise ReplayStateError(f"replay state key {path}: damaged (too short); remove it (state saved with it "
+                               "can then not be restored)")
+    return data.strip()
+
+
+def _make_key_file(path: Path) -> bytes:
+    """Make ``path`` with a new random key, unless another process made it meanwhile; the key it holds."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_hex(_KEY_BYTES).encode() + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+            # A link, not a rename: a key another process put there first is never replaced (state it
+            # signed would no longer restore).
+            with contextlib.suppress(FileExistsError):
+                os.link(staged, path)
+        finally:
+            os.unlink(staged)
+    except OSError as e:
+        raise ReplayStateError(f"replay state key {path}: cannot be made ({e.strerror or e}); set "
+                               f"{STATE_KEY_ENV} or XDG_STATE_HOME, or pass key=") from None
+    key = _read_key_file(path)
+    if key is None:
+        raise ReplayStateError(f"replay state key {path}: vanished as it was made")
+    return key
 
 
 def _one_line(error: BaseException) -> str:

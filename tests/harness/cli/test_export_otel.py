@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,147 @@ def test_run_with_otel_file_writes_the_traces_after_the_tables(tmp_path: Path,
     assert json.loads(stdout)["run"]["run_dir"] == str(out)  # --json keeps stdout to itself
     assert "ctxbench export-otel: 2 traces" in stderr
     assert (out / export_otel.DEFAULT_TRACE_FILE).is_file()
+
+
+# Where the traces may go, and what an export must not leave behind -------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["own sessions table", "own manifest", "another run's calls table",
+                                    "a part of another run", "a link to a table"])
+def test_a_run_directorys_own_files_are_never_overwritten(tiny_run: Path, tmp_path: Path, target: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_run, other)
+    (other / "parts").mkdir(exist_ok=True)
+    (other / "parts" / "00-0000000.jsonl").write_text("{}\n")
+    (tmp_path / "link.jsonl").symlink_to(other / "sessions.parquet")
+    out = {"own sessions table": tiny_run / "sessions.parquet", "own manifest": tiny_run / "manifest.json",
+           "another run's calls table": other / "calls.parquet",
+           "a part of another run": other / "parts" / "00-0000000.jsonl",
+           "a link to a table": tmp_path / "link.jsonl"}[target]
+    before = {p: p.read_bytes() for p in [*tiny_run.iterdir(), *other.iterdir()] if p.is_file()}
+    assert harness.cli.main(["export-otel", str(tiny_run), "--out", str(out), "--quiet"]) == 2
+    one_error_line(capsys.readouterr().err, "--out", str(out), "run directory")
+    assert {p: p.read_bytes() for p in before} == before
+    assert (tmp_path / "link.jsonl").is_symlink() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_file_export_says_its_spans_were_written(tiny_run: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert harness.cli.main(["export-otel", str(tiny_run), "--out", str(tmp_path / "t.jsonl"), "--quiet"]) == 0
+    stdout = capsys.readouterr().out
+    assert " spans written in " in stdout and " sent " not in stdout
+
+
+@pytest.mark.parametrize(("header", "named"), [("bad key=v", "'bad key'"), ("k=a%0Ab", "the value of 'k'")])
+def test_a_header_that_cannot_be_sent_exits_2_before_anything_is_sent(
+        tiny_run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], header: str,
+        named: str) -> None:
+    with Receiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", header)
+        assert harness.cli.main(["export-otel", str(tiny_run), "--to", "otlp", "--quiet"]) == 2
+    one_error_line(capsys.readouterr().err, "OTEL_EXPORTER_OTLP_HEADERS", named)
+    assert receiver.requests == []
+
+
+def test_a_receiver_rejecting_every_span_in_a_200_exits_1_and_says_why(
+        tiny_run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    with Receiver(reject="span attributes over the tenant's limit") as rejecting:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rejecting.url)
+        assert harness.cli.main(["export-otel", str(tiny_run), "--to", "otlp", "--quiet"]) == 1
+    stdout, stderr = capsys.readouterr()
+    assert rejecting.requests and "FAILED" in stdout and "rejected by the receiver" in stdout
+    assert "span attributes over the tenant's limit" in stdout and "spans were not exported" in stderr
+    assert "rejected by the receiver" in stderr and "Traceback" not in stderr
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_no_receiver_exits_2_naming_the_endpoint_before_any_session_replays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.harness.cli.invoke import write_config
+
+    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    config = write_config(tmp_path, TINY)
+    out = tmp_path / "run"
+    assert harness.cli.main(["run", str(config), "--out", str(out), "--otel", "otlp", "--quiet"]) == 2
+    one_error_line(capsys.readouterr().err, f"{endpoint}/v1/traces", "no OTLP receiver")
+    assert not out.exists()
+
+
+def test_a_non_finite_number_in_a_table_is_one_line_naming_table_and_column(
+        tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    import pandas as pd
+
+    copy = tmp_path / "copied-tables"  # tables copied without their manifest: no checksum to catch them
+    copy.mkdir()
+    for name in ("sessions.parquet", "calls.parquet", "events.parquet"):
+        shutil.copyfile(tiny_run / name, copy / name)
+    sessions = pd.read_parquet(copy / "sessions.parquet")
+    sessions.loc[3, "latency_s"] = float("nan")
+    sessions.to_parquet(copy / "sessions.parquet")
+    assert harness.cli.main(["export-otel", str(copy), "--out", str(tmp_path / "t.jsonl"), "--quiet"]) == 2
+    one_error_line(capsys.readouterr().err, "sessions.parquet", "column latency_s", "row 3")
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+INTERRUPTING = [signal.SIGINT, signal.SIGTERM]
+
+
+@pytest.fixture(scope="module")
+def longer_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run whose export takes several batches (about 5,000 spans), so a signal lands in the middle."""
+    out = tmp_path_factory.mktemp("export-otel-long") / "run"
+    run(RunConfig(**TINY | {"sessions": 60, "seed": 9}), out, quiet=True)
+    return out
+
+
+@pytest.mark.parametrize("previous", [b"", b'{"resourceSpans": []}\n'], ids=["no-file", "old-file"])
+@pytest.mark.parametrize("sig", INTERRUPTING, ids=[s.name for s in INTERRUPTING])
+def test_an_interrupted_export_leaves_the_old_file_and_no_temporary_one(longer_run: Path, tmp_path: Path,
+                                                                        sig: signal.Signals, previous: bytes) -> None:
+    import subprocess
+    import time
+
+    from tests.harness.cli.invoke import command
+
+    out = tmp_path / "traces.jsonl"
+    if previous:
+        out.write_bytes(previous)
+    handler = signal.getsignal(signal.SIGINT)
+    if handler == signal.SIG_IGN:  # an ignored SIGINT is inherited across exec
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([*command(), "export-otel", str(longer_run), "--out", str(out), "--quiet"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    try:
+        deadline = time.monotonic() + 120
+        # The first batch is in the temporary file beside the target: the export is under way.
+        while not list(tmp_path.glob(".traces.jsonl.*.tmp")):
+            assert proc.poll() is None, "the export ended before it wrote its first batch"
+            assert time.monotonic() < deadline, "no temporary file appeared"
+            time.sleep(0.005)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert list(tmp_path.glob(".*")) == []
+    assert (out.read_bytes() == previous) if previous else not out.exists()

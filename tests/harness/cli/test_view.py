@@ -113,3 +113,28 @@ def test_view_serve_serves_the_page_until_ctrl_c(run_dir: Path, tmp_path: Path) 
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.parametrize("name", ["sessions.parquet", "manifest.json", "calls.parquet", "config.toml"])
+def test_view_never_writes_over_a_run_directorys_own_files(run_dir: Path, tmp_path: Path, name: str) -> None:
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(run_dir, other)
+    for target in (run_dir / name, other / name):
+        before = {p.name: p.read_bytes() for p in [*run_dir.iterdir(), *other.iterdir()] if p.is_file()}
+        result = ctxbench("view", run_dir, "--out", target, cwd=tmp_path)
+        assert_usage_error(result, "--out", str(target), "run directory")
+        assert {p.name: p.read_bytes() for p in [*run_dir.iterdir(), *other.iterdir()] if p.is_file()} == before
+
+
+@pytest.mark.parametrize("kind", ["under a file", "300-character name", "dangling link", "in /proc"])
+def test_view_refuses_an_out_it_cannot_write_before_building_the_page(run_dir: Path, tmp_path: Path,
+                                                                      kind: str) -> None:
+    (tmp_path / "afile").write_text("keep me\n")
+    (tmp_path / "dangling.html").symlink_to(tmp_path / "nowhere" / "page.html")
+    out = {"under a file": tmp_path / "afile" / "page.html", "300-character name": tmp_path / ("p" * 300),
+           "dangling link": tmp_path / "dangling.html", "in /proc": Path("/proc/ctxbench-page.html")}[kind]
+    result = ctxbench("view", run_dir, "--out", out, cwd=tmp_path)
+    assert_usage_error(result, "--out")
+    assert (tmp_path / "afile").read_text() == "keep me\n" and not (tmp_path / "nowhere").exists()

@@ -5,7 +5,9 @@ localhost; its configuration checked before any span is made, and failed batches
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -29,6 +31,7 @@ from harness.run.otel import (
     OtelConfigError,
     OtelInputError,
     check_exporter_config,
+    check_receiver,
     export_run,
 )
 from harness.run.runner import run
@@ -249,24 +252,38 @@ def test_the_file_exporter_writes_otlp_json_lines(tiny_run: Path, tmp_path: Path
 
 class Receiver:
     """An OTLP/HTTP receiver on localhost: decodes each ExportTraceServiceRequest and counts its spans, or
-    answers every request with ``status``."""
+    answers every request with ``status``. With ``reject`` (a message), it answers 200 with an OTLP partial
+    success rejecting every span of the request, as protobuf or (``as_json``) as OTLP/JSON."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, *, reject: str | None = None, as_json: bool = False) -> None:
         self.status = status
         self.spans = 0
         self.requests: list[tuple[str, dict[str, str]]] = []
         receiver = self
 
+        def answer(spans: int) -> tuple[str, bytes]:
+            if reject is None:
+                return "application/x-protobuf", ExportTraceServiceResponse().SerializeToString()
+            if as_json:
+                body = {"partialSuccess": {"rejectedSpans": str(spans), "errorMessage": reject}}
+                return "application/json", json.dumps(body).encode()
+            reply = ExportTraceServiceResponse()
+            reply.partial_success.rejected_spans = spans
+            reply.partial_success.error_message = reject
+            return "application/x-protobuf", reply.SerializeToString()
+
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                spans = 0
                 if receiver.status == 200:
                     request = ExportTraceServiceRequest.FromString(body)
-                    receiver.spans += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-                reply = ExportTraceServiceResponse().SerializeToString()
+                    spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+                    receiver.spans += 0 if reject is not None else spans
+                content_type, reply = answer(spans)
                 self.send_response(receiver.status)
-                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
                 self.wfile.write(reply)
@@ -329,6 +346,12 @@ def test_a_receiver_that_answers_500_is_counted_not_silent(tiny_run: Path, monke
     ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' is not supported"),
     ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL"),
     ({"OTEL_EXPORTER_OTLP_HEADERS": "api-key"}, "OTEL_EXPORTER_OTLP_HEADERS: 'api-key' is not key=value"),
+    # Names and values no HTTP request can carry: refused before anything is sent, not lost with every batch.
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "bad key=v"}, "OTEL_EXPORTER_OTLP_HEADERS: 'bad key' is not an HTTP header name"),
+    ({"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-a=1,a%20b=v"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'a b' is not an HTTP"),
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "k:x=v"}, "'k:x' is not an HTTP header name"),
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "key=line%0Abreak"}, "OTEL_EXPORTER_OTLP_HEADERS: the value of 'key'"),
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "key=%E2%82%AC"}, "OTEL_EXPORTER_OTLP_HEADERS: the value of 'key'"),
     ({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "soon"}, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"),
     ({"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_COMPRESSION"),
 ])
@@ -381,3 +404,137 @@ def test_what_is_not_a_finished_simulated_run_is_refused(tiny_run: Path, tmp_pat
     with pytest.raises(OtelInputError, match="accounting run"):
         export_run(changed, memory)
     assert memory.get_finished_spans() == ()
+
+
+# What a receiver rejects, and a receiver that is not there ---------------------------------------------------
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["protobuf", "json"])
+def test_spans_a_receiver_rejects_in_a_200_answer_are_counted_as_failed(tiny_run: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        as_json: bool) -> None:
+    with Receiver(reject="quota exceeded for tenant ops", as_json=as_json) as rejecting:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rejecting.url)
+        summary = export_run(tiny_run, check_exporter_config("otlp"), batch_size=100)
+    assert len(rejecting.requests) == summary.batches  # every batch was sent, and answered 200
+    assert not summary.ok and summary.spans_sent == 0
+    assert summary.spans_rejected == summary.spans_failed == summary.spans
+    assert summary.rejected_message == "quota exceeded for tenant ops"
+    line = summary.line()
+    assert "FAILED" in line and f"{summary.spans} rejected by the receiver" in line
+    assert "quota exceeded for tenant ops" in line
+
+
+def _closed_port() -> int:
+    """A localhost port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_receiver_is_checked_before_anything_is_made(receiver: Receiver) -> None:
+    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    config = check_exporter_config("otlp", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+    with pytest.raises(OtelConfigError) as caught:
+        check_receiver(config)
+    message = str(caught.value)
+    assert message.startswith(f"{endpoint}/v1/traces: no OTLP receiver") and "refused" in message.lower()
+    assert "\n" not in message
+    check_receiver(check_exporter_config("otlp", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}))
+    check_receiver(ExporterConfig("file", path=Path("t.jsonl")))  # nothing to connect to
+    assert receiver.requests == []  # a connection, no request: nothing is sent
+
+
+def test_an_unreachable_receiver_stops_the_export_at_the_first_batch(tiny_run: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A receiver that went away after the check: one attempt (no back-off retries), the rest counted as
+    not sent, without being made; the counts are those of a full export."""
+    import requests
+
+    posts: list[str] = []
+    original = requests.Session.post
+
+    def counting_post(self: requests.Session, url: Any, *args: Any, **kwargs: Any) -> requests.Response:
+        posts.append(str(url))
+        return original(self, url, *args, **kwargs)
+
+    monkeypatch.setattr(requests.Session, "post", counting_post)
+    config = check_exporter_config("otlp", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"})
+    summary = export_run(tiny_run, config, batch_size=40)
+    _, whole = exported(tiny_run, batch_size=40)
+    assert len(posts) == 1
+    assert dict(summary.spans_by_kind) == dict(whole.spans_by_kind) and summary.span_events == whole.span_events
+    assert summary.batches == whole.batches == summary.batches_failed > 1
+    assert summary.spans_failed == summary.spans and summary.spans_sent == 0
+    assert "connection refused" in summary.last_error.lower()
+    assert f"the last {summary.batches - 1} batches were not sent" in summary.last_error
+
+
+def test_counting_the_rest_gives_what_making_it_gives(tiny_run: Path) -> None:
+    """After three failed batches the rest is counted, not built: the counts of every kind are the same."""
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class Refusing(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.FAILURE
+
+    for batch_size in (1, 7, 64):
+        summary = export_run(tiny_run, Refusing(), batch_size=batch_size)
+        _, whole = exported(tiny_run, batch_size=batch_size)
+        assert dict(summary.spans_by_kind) == dict(whole.spans_by_kind)
+        assert (summary.span_events, summary.batches) == (whole.span_events, whole.batches)
+        assert summary.batches_failed == summary.batches and summary.spans_failed == summary.spans
+
+
+def test_a_file_export_says_written_not_sent(tiny_run: Path, tmp_path: Path) -> None:
+    summary = export_run(tiny_run, check_exporter_config("file", path=tmp_path / "t.jsonl"))
+    assert summary.ok and f"{summary.spans} spans written in {summary.batches} batches" in summary.line()
+
+
+# Numbers a span cannot be made of -------------------------------------------------------------------------------
+
+
+def _with_value(tiny_run: Path, tmp_path: Path, table: str, column: str, value: float) -> Path:
+    """A copy of the run whose ``table`` holds ``value`` in ``column`` of its first row, with the manifest's
+    checksum of it updated (the state of a run that wrote it, not of a table changed afterwards)."""
+    import hashlib
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_run, copy)
+    frame = pd.read_parquet(copy / table)
+    frame[column] = frame[column].astype(float)
+    frame.loc[0, column] = value
+    frame.to_parquet(copy / table)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["sha256"][table] = hashlib.sha256((copy / table).read_bytes()).hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+@pytest.mark.parametrize(("table", "column", "value"), [
+    ("sessions.parquet", "latency_s", math.nan),
+    ("sessions.parquet", "latency_s", math.inf),
+    ("sessions.parquet", "latency_s", -1.0),
+    ("calls.parquet", "clock_s", math.nan),
+    ("calls.parquet", "model_s", -math.inf),
+    ("calls.parquet", "input_tokens", math.nan),
+    ("events.parquet", "call_index", math.nan),
+    ("sessions.parquet", "cost_usd", math.inf),  # an attribute only, but no run writes an infinity
+])
+def test_a_number_that_cannot_be_a_time_or_a_count_is_a_damaged_table(tiny_run: Path, tmp_path: Path, table: str,
+                                                                      column: str, value: float) -> None:
+    copy = _with_value(tiny_run, tmp_path, table, column, value)
+    memory = InMemorySpanExporter()
+    with pytest.raises(OtelInputError) as caught:
+        export_run(copy, memory)
+    message = str(caught.value)
+    assert message.startswith(f"{copy / table}: column {column}, row 0: ") and "damaged" in message
+    assert "\n" not in message and memory.get_finished_spans() == ()
+
+
+def test_a_missing_value_of_an_attribute_column_leaves_the_attribute_out(tiny_run: Path, tmp_path: Path) -> None:
+    copy = _with_value(tiny_run, tmp_path, "sessions.parquet", "cost_usd", math.nan)
+    spans, summary = exported(copy)
+    assert summary.ok
+    roots = [s for s in spans if s.parent is None]
+    assert sum("ctxbench.cost_usd" not in attrs(s) for s in roots) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from collections import Counter
 from pathlib import Path
@@ -449,3 +450,59 @@ def test_a_rerun_with_nothing_to_do_keeps_the_tables_and_the_manifest(tmp_path: 
     assert summary.batches_run == 0
     assert {name: (out / name).read_bytes() for name in before} == before
     assert len(summary.sessions) == 10 * len(LABELS)
+
+
+# A process-pool run killed outright takes its workers with it ----------------------------------------------
+
+
+def _children(pid: int) -> set[int]:
+    """The processes ``pid`` started that are still its children (every thread's list, from /proc)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found |= {int(n) for n in (task / "children").read_text().split()}
+        except OSError:  # the thread ended meanwhile
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs: a zombie (ended, not yet reaped by whoever adopted it) does not."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from /proc (Linux)")
+def test_the_workers_of_a_killed_process_pool_run_end_with_it(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from tests.harness.cli.invoke import command, write_config
+
+    config = write_config(tmp_path, TINY | {"sessions": 200, "batch_size": 2, "executor": "process", "jobs": 2})
+    proc = subprocess.Popen([*command(), "run", str(config), "--out", str(tmp_path / "run"), "--quiet", "--no-report"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never started its two workers"
+            workers = {pid for pid in _children(proc.pid) if _alive(pid)}
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in workers if _alive(pid)], "workers outlived the run they worked for"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in workers:  # never leave one behind for the next test, whatever failed above
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

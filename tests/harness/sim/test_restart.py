@@ -1,13 +1,19 @@
 """Stopping a replay between turns, saving it and restoring it (harness.sim.kernel, "Stopping and
-restarting a session"): in another process, with a summary in the context, and refusing damaged state
-or state of another version in one line."""
+restarting a session"): in another process, with a summary in the context, and refusing damaged state,
+state of another version and state not signed with the user's key in one line, before anything of it
+is unpickled."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
+import pickle
+import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +24,29 @@ import scenarios
 import strategies
 from harness.core.messages import Message
 from harness.core.switches import Switches
-from harness.sim.kernel import REPLAY_STATE_FORMAT, Replay, ReplayStateError, SessionResult
+from harness.sim.kernel import (
+    REPLAY_STATE_FORMAT,
+    STATE_KEY_ENV,
+    Replay,
+    ReplayStateError,
+    SessionResult,
+    state_key_path,
+)
 from harness.sim.profiles import profile
 from strategies.base import ContextStrategy
 from strategies.unbounded import Unbounded
 
 REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(autouse=True)
+def own_state_key(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test signs with a key file of its own (the user's real one is left alone); a process the test
+    starts inherits the same variables, so it finds the same key, as another process of the user would."""
+    home = tmp_path_factory.mktemp("state-home")
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    monkeypatch.delenv(STATE_KEY_ENV, raising=False)
+    yield home
 
 
 def new_replay(strategy: ContextStrategy | str, *, family: str = "k8s_crashloop", seed: int = 7,
@@ -217,3 +240,122 @@ def test_state_that_cannot_be_pickled_is_refused_in_one_line() -> None:
     with pytest.raises(ReplayStateError, match=r"^replay state cannot be saved: ") as caught:
         replayer.save()
     assert "\n" not in str(caught.value)
+
+
+# Signed state: nothing is unpickled unless this user's key (or the key given) signed it ----------------------
+
+
+class CreatesAFile:
+    """Unpickling it opens (so creates) a file: what crafted state would do with something worse."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return open, (str(self.path), "w")
+
+
+def forged(payload: bytes, **header: object) -> bytes:
+    """State bytes around ``payload`` with a header whose own checksum matches it, as anyone can write."""
+    fields = {"format": REPLAY_STATE_FORMAT, "ctxbench": harness.__version__,
+              "sha256": hashlib.sha256(payload).hexdigest()} | header
+    return b"ctxbench replay state\n" + json.dumps(fields).encode() + b"\n" + payload
+
+
+@pytest.mark.parametrize("signature", [None, "0" * 64, "not hex at all \u00e9", 12])
+def test_crafted_state_with_a_valid_checksum_is_refused_before_it_is_unpickled(tmp_path: Path,
+                                                                               signature: object) -> None:
+    marker = tmp_path / "created-by-unpickling"
+    payload = pickle.dumps(CreatesAFile(marker))
+    data = forged(payload) if signature is None else forged(payload, hmac_sha256=signature)
+    message = refusal(data)
+    assert "not signed with this user's key" in message and "not loaded" in message
+    assert not marker.exists()
+
+
+def test_state_signed_with_another_key_is_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "created-by-unpickling"
+    replayer = new_replay("sliding_window")
+    assert replayer.run(stop_after_turns=2) is None
+    theirs = replayer.save(key=b"another user's key, 32 bytes...")
+    assert "not signed with this user's key" in refusal(theirs)
+    # The payload of good state, its checksum fixed, under a header of another's: refused as well.
+    magic, header, _ = header_of(theirs)
+    evil = pickle.dumps(CreatesAFile(marker))
+    header |= {"sha256": hashlib.sha256(evil).hexdigest()}
+    assert "not signed" in refusal(magic + json.dumps(header).encode() + b"\n" + evil)
+    assert not marker.exists()
+
+
+def test_the_key_file_is_made_once_for_this_user_only(own_state_key: Path) -> None:
+    path = state_key_path()
+    assert path == own_state_key / "ctxbench" / "replay-state.key" and not path.exists()
+    replayer = new_replay("sliding_window")
+    assert replayer.run(stop_after_turns=2) is None
+    data = replayer.save()
+    key = path.read_bytes()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.stat().st_uid == os.getuid()
+    assert len(key.strip()) >= 32
+    assert Replay.restore(data).tally.turns == 2
+    assert path.read_bytes() == key  # read again, never made again
+    assert list(path.parent.iterdir()) == [path]  # no staging file left beside it
+
+
+@pytest.mark.parametrize("damage", ["readable by others", "a directory", "a link", "too short"])
+def test_a_key_file_that_cannot_be_trusted_is_refused_in_one_line(damage: str) -> None:
+    replayer = new_replay("sliding_window")
+    assert replayer.run(stop_after_turns=2) is None
+    saved = replayer.save()
+    path = state_key_path()
+    original = path.read_bytes()
+    path.unlink()
+    if damage == "readable by others":
+        path.write_bytes(original)
+        path.chmod(0o644)
+    elif damage == "a directory":
+        path.mkdir()
+    elif damage == "a link":
+        (path.parent / "elsewhere.key").write_bytes(original)
+        (path.parent / "elsewhere.key").chmod(0o600)
+        path.symlink_to(path.parent / "elsewhere.key")
+    else:
+        path.write_bytes(b"short\n")
+        path.chmod(0o600)
+    message = refusal(saved)
+    assert message.startswith(f"replay state key {path}: ")
+
+
+RESTORE_ONE = """
+import sys
+from pathlib import Path
+from harness.sim.kernel import Replay, ReplayStateError
+key = sys.argv[2] if len(sys.argv) > 2 else None
+try:
+    print(Replay.restore(Path(sys.argv[1]).read_bytes(), key=key).run().record.outcome)
+except ReplayStateError as e:
+    print("refused:", e)
+"""
+
+
+def test_state_moves_to_another_user_or_machine_with_the_key_given(tmp_path: Path) -> None:
+    """Another machine is another key file (another XDG_STATE_HOME): the user's own state is refused there,
+    state saved with an explicit key restores there with that key, and with CTXBENCH_STATE_KEY."""
+    replayer = new_replay("sliding_window")
+    assert replayer.run(stop_after_turns=3) is None
+    shared = "a key both machines were given out of band"
+    (tmp_path / "own.state").write_bytes(replayer.save())
+    (tmp_path / "shared.state").write_bytes(replayer.save(key=shared))
+    elsewhere = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "other-machine"))
+
+    def restore(name: str, *key: str, env: dict[str, str] = elsewhere) -> str:
+        done = subprocess.run([sys.executable, "-c", RESTORE_ONE, str(tmp_path / name), *key], cwd=REPO, env=env,
+                              capture_output=True, text=True, check=False, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    outcome = new_replay("sliding_window").run().record.outcome
+    assert restore("own.state").startswith("refused: replay state is not signed with this user's key")
+    assert restore("shared.state", shared) == outcome
+    assert restore("shared.state").startswith("refused:")
+    assert restore("shared.state", env=elsewhere | {STATE_KEY_ENV: shared}) == outcome
+    assert restore("own.state", env=dict(os.environ)) == outcome  # this user's other process: same key file
