@@ -130,7 +130,7 @@ def test_m1_oracle_with_unbounded_context_fails_only_by_the_turn_limit(aggregate
 
 def test_under_the_output_cap_the_oracle_fails_only_where_the_cap_cut_a_fact(aggregates: dict[str, Aggregate],
                                                                            runs: dict[str, Run]) -> None:
-    """v2 change 3: the default cap (30,000 characters) hides what it cuts. With perfect recall, a
+    """docs/model.md 3.2: the default cap (30,000 characters) hides what it cuts. With perfect recall, a
     session fails (other than by the turn limit) only if the cap cut a fact out of an output."""
     capped = runs["oracle+unbounded+cap"].records
     failed = [r for r in capped if r.outcome not in ("success", "max_turns")]

@@ -39,7 +39,7 @@ class Switches(BaseModel):
     #: The bound keeps the sessions table's integer column in range (a larger budget is none).
     token_budget: int = Field(0, ge=0, le=10**12)
     #: Characters a tool output may hold before the runtime cuts its middle (0: uncapped). 30,000 as
-    #: OpenHands' ``max_message_chars`` and Claude Code's Bash tool (docs/model.md v2 change 3).
+    #: OpenHands' ``max_message_chars`` and Claude Code's Bash tool (docs/model.md 3.2).
     #: Payloads are at most 10**7 bytes, so 10**9 is already "uncapped".
     output_cap_chars: int = Field(DEFAULT_OUTPUT_CAP_CHARS, ge=0, le=10**9)
     #: Resolve a called tool name that is not registered by strands-agents' rule (exact name first;

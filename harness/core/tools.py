@@ -471,8 +471,8 @@ ToolError = ContractError | EngineeringError
 
 
 def cap_output(text: str, cap: int) -> str:
-    """``text`` cut to about ``cap`` characters as real scaffolds cut tool outputs (docs/model.md v2
-    change 3): the head and the tail kept, one marker line with the number of characters cut in the
+    """``text`` cut to about ``cap`` characters as real scaffolds cut tool outputs (docs/model.md
+    3.2): the head and the tail kept, one marker line with the number of characters cut in the
     middle. Facts in the cut part are no longer in the text. ``cap`` 0 keeps everything; a text within
     the cap is returned as it is (the same object)."""
     if cap <= 0 or len(text) <= cap:

@@ -237,7 +237,7 @@ class MockModel:
 
     # Resolving facts (docs/model.md 2.2) ---------------------------------------------------------------
     def banned(self, ctx: Context, step_id: str) -> set[str]:
-        """Values this step may not send again (docs/model.md 2.2, v2 change 2): a value one of its calls
+        """Values this step may not send again (docs/model.md 2.2): a value one of its calls
         sent for a fact argument that the visible error result of that call names verbatim, whether the
         error is plain text ("pod 'api-7f9c' not found") or structured; and, from a structured error,
         the value sent for the ``bad_arg`` it names. After a followed nudge, also the values of the
@@ -289,7 +289,7 @@ class MockModel:
             n += 1
 
     def _recall(self, ctx: Context, key: str, L: int, step_id: str, attempt: int) -> tuple[bool, dict[str, Any]]:
-        """The recall draw of a visible key (docs/model.md 2.1, v2 change 1): ``p_recall(L, x)`` of the
+        """The recall draw of a visible key (docs/model.md 2.1): ``p_recall(L, x)`` of the
         key's look-up kind at the middle ``x`` of the newest message holding it, against
         ``u("recall", step, attempt, key)``. Returns whether it was recalled and the trace fields."""
         holder = self._newest_holder(ctx, key)

@@ -181,7 +181,7 @@ def test_wrong_value_gets_not_found_naming_the_arg_and_three_class_bans_it() -> 
 
 
 def test_a_plain_error_that_names_the_wrong_value_bans_it_until_the_attempts_run_out() -> None:
-    """v2 change 2: "namespace 'x' not found" names the value, so a fresh attempt never sends it again:
+    """docs/model.md 2.2: "namespace 'x' not found" names the value, so a fresh attempt never sends it again:
     every attempt is a new wrong value (no loop of identical calls), until max_attempts_per_step."""
     p = profile("oracle", p_max=0.0, p_refetch=0.0, p_repeat_error=0.0, p_nudge_follow=0.0)
     result = run(crashloop_script(), p=p, errors="plain")

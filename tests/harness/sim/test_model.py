@@ -304,7 +304,7 @@ def test_a_ban_lasts_only_while_its_not_found_error_is_visible(session: Session)
 
 
 def test_plain_not_found_that_names_the_value_bans_it(session: Session) -> None:
-    """v2 change 2: a plain error that names the value sent bans it, as a structured bad_arg does."""
+    """docs/model.md 2.2: a plain error that names the value sent bans it, as a structured bad_arg does."""
     p = profile("oracle", p_max=0.0, p_refetch=0.0, p_repeat_error=0.0)
     ctx = context(session.task(), *session.done("s1"))
     model = session.model(p)

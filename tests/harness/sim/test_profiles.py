@@ -421,7 +421,7 @@ def _toml(value: object) -> str:
     return repr(value)
 
 
-# Literal look-ups (docs/model.md v2 change 1) --------------------------------------------------------
+# Literal look-ups (docs/model.md 2.1, 9) ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", sorted(LITERAL_SOURCES))

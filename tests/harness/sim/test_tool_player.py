@@ -1,4 +1,4 @@
-"""The tool player's output cap (docs/model.md v2 change 3): long outputs lose their middle, with one
+"""The tool player's output cap (docs/model.md 3.2): long outputs lose their middle, with one
 marker line, before anyone sees them; what the cap cuts is out of the context and counted."""
 
 from __future__ import annotations
