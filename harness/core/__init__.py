@@ -7,10 +7,9 @@ messages and blocks it holds, the token count, and the offload stub format. They
 The other modules of this package are shared by the layers above and are not part of that kit:
 `harness.core.tools` (tool contracts and error classes), `harness.core.switches` (the runtime
 switches), `harness.core.registry` (name registries with entry points), `harness.core.crn` (common
-random numbers), `harness.core.files` (atomic writes), `harness.core.output_paths` (where a command may write),
-`harness.core.rundir` (the run
-directory's files and its `Manifest`) and `harness.core.suggest` (the "did you mean" of every error
-about an unknown name). Nothing here imports another project package.
+random numbers), `harness.core.files` (atomic writes), `harness.core.output_paths` (where a command
+may write), `harness.core.rundir` (the run directory's files and its `Manifest`) and
+`harness.core.suggest` (the "did you mean" of every error about an unknown name). Nothing here imports another project package.
 """
 
 from harness.core.context import Context, ContextOverflow, NoSummarizer, PayloadStore, Window
