@@ -167,6 +167,8 @@ def verify_tables(run_dir: str | Path, manifest: Manifest) -> None:
             if not path.is_file():
                 raise TableCheckError(f"{path}: not a file ({MANIFEST_FILE} lists it as a table)")
             digest = file_sha256(path)
+        except TableCheckError:
+            raise
         except (OSError, ValueError) as error:  # ValueError: a name the system cannot encode
             reason = error.strerror if isinstance(error, OSError) and error.strerror else " ".join(str(error).split())
             raise TableCheckError(f"{str(path)[:200]}: cannot be read ({reason})") from None
