@@ -22,7 +22,7 @@ setup: $(STAMP)
 # ruff, then the layer contract of docs/design.md ("Which way imports go") with import-linter.
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/lint-imports
+	$(BIN)/lint-imports --no-logo
 
 typecheck: setup
 	$(BIN)/mypy

@@ -1,5 +1,5 @@
 """Calibration plots: the mock model's recall curves against the published points they were fitted
-to (docs/model.md 9, 11 and v2 change 1), with the end-to-end probe measurements and their intervals.
+to (docs/model.md 2.1, 9 and 11), with the end-to-end probe measurements and their intervals.
 Each profile has two curves: ``latent`` look-ups (fitted to NoLiMa / Context Rot, drawn solid) and
 ``literal`` look-ups (fitted to the profile's RULER row, drawn dashed).
 
@@ -20,9 +20,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.ticker import PercentFormatter
 
-from reports.plots import OKABE_ITO, new_figure, no_data, plot_style, save_png, thousands
+from reports.plots import OKABE_ITO, log_ticks, new_figure, no_data, plot_style, save_png, thousands
 from reports.stats import Metric, bootstrap, rng_for, wilson_interval
 
 #: The recall ratios of P6 are taken against this length ("4K" in docs/model.md 11).
@@ -55,7 +55,7 @@ class PublishedPoint:
 #: 128,000 tokens, as tests/test_calibration.py reads them; on a log axis the difference from 131,072 is
 #: invisible.
 PUBLISHED_POINTS: tuple[PublishedPoint, ...] = (
-    # RULER rows, each the literal source of one profile (docs/model.md v2 change 1; RULER's leaderboard):
+    # RULER rows, each the literal source of one profile (docs/model.md 9; RULER's leaderboard):
     # mean accuracy over RULER's 13 tasks. 131,072 tokens is drawn and probed at 128,000.
     PublishedPoint("RULER", "Gemini-1.5-pro", 4_096, None, 0.967, "frontier",
                    "literal source of frontier: the best 128K row RULER's authors ran", "literal"),
@@ -302,7 +302,7 @@ def length_figure(length_curve: pd.DataFrame, probes: pd.DataFrame) -> Figure:
             no_data(ax, "no curves or probes")
             return fig
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(thousands))
+        log_ticks(ax.xaxis, thousands)
         ax.set_ylim(0, 1.02)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.text(0.01, 0.02, "Solid: latent look-ups (NoLiMa, Context Rot); dashed: literal (RULER rows). NoLiMa "
@@ -421,7 +421,7 @@ def ratio_figure(length_curve: pd.DataFrame, probes: pd.DataFrame, reference: in
                               label=f"{r.source}: {r.model} {r.ratio:.3f} (vs {r.reference}, {r.lookup})"))
         key.append(Line2D([], [], color="#888888", linewidth=9, alpha=0.3, label="P6 acceptance band"))
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(thousands))
+        log_ticks(ax.xaxis, thousands)
         ax.set_ylim(0, 1.1)
         ax.text(0.01, 0.02, "Context Rot's ratio is full (~113K) over its focused prompt, whose length is not "
                 f"stated; the others are over {kilo(reference)}.", transform=ax.transAxes, fontsize=7,

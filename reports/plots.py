@@ -30,13 +30,14 @@ import matplotlib.style
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.text import Text
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter, PercentFormatter
 from matplotlib.transforms import Bbox
 
 import reports.stats
@@ -45,9 +46,15 @@ from reports.decision import FRONT_X, FRONT_Y, pareto_front
 from reports.stats import headline as compute_headline
 from reports.stats import outcome_shares, wilson_interval
 
-#: Fixed size and resolution: every PNG of every run has the same pixel size (990 x 550).
+#: Fixed size and resolution: every PNG of every run has the same pixel size (990 x 550), but for small
+#: multiples of more than :data:`PANEL_ROWS` rows, which grow by :data:`PANEL_ROW_HEIGHT` a row.
 FIGSIZE = (9.0, 5.0)
 DPI = 110
+#: The rows of panels the fixed figure height holds (twenty strategies, five a row); past that each row
+#: adds this many inches, so a sweep's seventy panels keep a readable size instead of collapsing to
+#: nothing (constrained layout gives up on such a figure and leaves the panels overlapping).
+PANEL_ROWS = 4
+PANEL_ROW_HEIGHT = 1.1
 
 #: Okabe & Ito (2008), the colour-blind-safe qualitative palette, most distinct colours first, for the
 #: outcomes and the calibration and sweep plots (which name a few fixed things). Its yellow (#F0E442) is
@@ -192,7 +199,11 @@ def plot_style() -> Iterator[None]:
     """Draw (and save) inside this to get the reports' fixed look whatever the user's matplotlibrc:
     every figure of every reports module is made under it."""
     # "default" resets every rcParam to matplotlib's defaults before ours apply (see _RC).
-    with matplotlib.style.context("default"), matplotlib.rc_context(cast(Any, _RC)):
+    with matplotlib.style.context("default"), matplotlib.rc_context(cast(Any, _RC)), warnings.catch_warnings():
+        # A label in a script the bundled font lacks (CJK, say) is drawn with a box per missing glyph;
+        # matplotlib's warning, once per glyph each time a text is measured (a layout, a name placed) or
+        # drawn, would bury the command's own output.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
         yield
 
 
@@ -226,6 +237,27 @@ def _legend(fig: Figure, ax: Axes, title: str = "strategy") -> None:
     if handles:
         # Outside the axes: with up to ten strategies an inside legend always covers some data.
         fig.legend(handles, labels, loc="outside right upper", title=title, frameon=False)
+
+
+class LogMinorFormatter(LogFormatter):
+    """The labels of a log axis's minor ticks, on the ticks matplotlib labels (none over several decades,
+    a few over one or two, all within one), written by ``fmt`` as the major ticks are. matplotlib's own
+    minor labels are mathtext ("$\\mathdefault{3\\times10^{4}}$"), which the reports' style
+    (``text.parse_math`` off) would print as written: long raw strings that run into each other."""
+
+    def __init__(self, fmt: Callable[[float, int], str]) -> None:
+        super().__init__(labelOnlyBase=False)
+        self._fmt = fmt
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return self._fmt(x, pos or 0) if super().__call__(x, pos) else ""
+
+
+def log_ticks(axis: Axis, fmt: Callable[[float, int], str]) -> None:
+    """Label a log-scaled ``axis`` with ``fmt``: its major ticks, and the minor ticks matplotlib would label
+    (:class:`LogMinorFormatter`). Call it after ``set_xscale("log")``, which resets the formatters."""
+    axis.set_major_formatter(FuncFormatter(fmt))
+    axis.set_minor_formatter(LogMinorFormatter(fmt))
 
 
 def thousands(value: float, _pos: int) -> str:
@@ -269,10 +301,12 @@ def _panel_grid(n: int) -> tuple[int, int]:
 
 
 def _panel_figure(n: int) -> tuple[Figure, list[Axes]]:
-    """A figure of the fixed report size with ``n`` small multiples on shared axes (:func:`_panel_grid`);
-    the panels past ``n`` are hidden."""
+    """A figure of the fixed report size with ``n`` small multiples on shared axes (:func:`_panel_grid`),
+    taller by :data:`PANEL_ROW_HEIGHT` for each row past :data:`PANEL_ROWS`; the panels past ``n`` are
+    hidden."""
     rows, cols = _panel_grid(n)
-    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    height = FIGSIZE[1] + PANEL_ROW_HEIGHT * max(rows - PANEL_ROWS, 0)
+    fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = list(fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel())
     for ax in axes[n:]:
@@ -471,7 +505,9 @@ def _ecdf(sessions: pd.DataFrame, column: str, *, title: str, xlabel: str, empty
         # small-context strategies from collapsing against the y axis.
         if log_x and all(x[0] > 0 for x, _y in curves.values()):
             axes[0].set_xscale("log")
-        axes[0].xaxis.set_major_formatter(FuncFormatter(x_format))
+            log_ticks(axes[0].xaxis, x_format)
+        else:
+            axes[0].xaxis.set_major_formatter(FuncFormatter(x_format))
         axes[0].set_ylim(0, 1.02)
         axes[0].yaxis.set_major_formatter(PercentFormatter(1.0))
         fig.suptitle(title, fontweight="bold", fontsize=12)
@@ -625,10 +661,7 @@ def _name_points(fig: Figure, ax: Axes, points: Sequence[tuple[str, float, float
     """
     if not points:
         return
-    engine = fig.get_layout_engine()
-    if engine is not None:
-        engine.execute(fig)
-        fig.set_layout_engine("none")
+    _fix_layout(fig)
     renderer = cast(FigureCanvasAgg, fig.canvas).get_renderer()
     per_point = fig.dpi / 72
     margin = NAME_MARGIN * per_point
@@ -674,6 +707,32 @@ def _name_points(fig: Figure, ax: Axes, points: Sequence[tuple[str, float, float
         ends = np.stack([back.transform(leaders[:, :2]), back.transform(leaders[:, 2:])], axis=1)
         ax.add_collection(LineCollection(list(ends), colors=leader_colours, linewidths=0.8, zorder=1.5),
                           autolim=False)
+
+
+def _fix_layout(fig: Figure) -> None:
+    """Work out ``fig``'s layout now and keep it: what is placed next in display pixels stays where it is put
+    (a layout engine run again at saving would move the axes under it)."""
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine("none")
+
+
+def _wrapped(fig: Figure, prefix: str, names: Sequence[str], width: float, *, fontsize: float) -> str:
+    """``prefix`` and ``names``, comma-separated, broken between names into lines at most ``width`` pixels
+    wide as drawn in ``fig`` (a name wider than that on a line of its own)."""
+    renderer = cast(FigureCanvasAgg, fig.canvas).get_renderer()
+    probe = Text(0, 0, "", fontsize=fontsize)
+    probe.set_figure(fig)
+    lines = [prefix + names[0]]
+    for name in names[1:]:
+        probe.set_text(f"{lines[-1]}, {name}")
+        if probe.get_window_extent(renderer).width <= width:
+            lines[-1] += f", {name}"
+        else:
+            lines[-1] += ","
+            lines.append(name)
+    return "\n".join(lines)
 
 
 def _box(bbox: Bbox, margin: float) -> np.ndarray:
@@ -905,17 +964,14 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
         # in a resample makes the cost all of its sessions'); scaling to it would squash every other point
         # against the axis, so the axis stops a little above the highest point and says so.
         top = CVS_HEADROOM * max(y for _x, y in points.values())
-        cut = ax.get_ylim()[1] > top > 0
-        if cut:
+        cut_note: Text | None = None
+        if ax.get_ylim()[1] > top > 0:
             ax.set_ylim(0, top)
-            ax.text(0.99, 0.99, "whiskers cut at the top edge", transform=ax.transAxes, ha="right", va="top",
-                    fontsize=8, color="#555555")
+            cut_note = ax.text(0.99, 0.99, "whiskers cut at the top edge", transform=ax.transAxes, ha="right",
+                               va="top", fontsize=8, color="#555555")
         else:
             ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"${v:,.2f}"))
-        if unsolved:
-            ax.text(0.01, 0.99, "no solved session, not drawn: " + ", ".join(short_label(s, 22) for s in unsolved),
-                    transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#555555")
         handles, labels = ax.get_legend_handles_labels()
         if front:
             handles.append(Line2D([], [], color="#333333", linewidth=1.0, linestyle=(0, (4, 3)), marker="o",
@@ -928,6 +984,19 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
             handles, labels = handles[len(points):], labels[len(points):]
             title = f"{len(points)} strategies,\nnamed at their points"
         fig.legend(handles, labels, loc="outside right upper", title=title, frameon=False)
+        if unsolved:
+            # In the final layout, on as many lines as the axes' width takes: a sweep's dozens of names on
+            # one line would run off the figure, and constrained layout, making room for them, would
+            # squeeze the axes to nothing.
+            _fix_layout(fig)
+            # Clear of the note on the right, if the whiskers are cut.
+            width = ax.get_window_extent().width * 0.98
+            if cut_note is not None:
+                width -= cut_note.get_window_extent().width
+            text = _wrapped(fig, "no solved session, not drawn: ", [short_label(s, 22) for s in unsolved], width,
+                            fontsize=8)
+            ax.text(0.01, 0.99, text, transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#555555",
+                    in_layout=False)
         # Last: the names are placed in the figure's final layout, clear of the notes above.
         _name_points(fig, ax, [(s, x, y) for s, (x, y) in points.items()], ringed=front,
                      colours={s: styles[s].colour for s in points})
@@ -1038,14 +1107,14 @@ def tokens_freed_histogram(calls: pd.DataFrame, *, styles: dict[str, StrategySty
                     transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#333333")
             ax.tick_params(labelsize=8)
         axes[0].set_xscale("log")
-        axes[0].xaxis.set_major_formatter(FuncFormatter(thousands))
+        log_ticks(axes[0].xaxis, thousands)
         axes[0].yaxis.set_major_formatter(PercentFormatter(1.0))
         fig.suptitle(title, fontweight="bold", fontsize=12)
-        # The strategies without a panel, on lines of their own: a long list would run off the figure.
+        # The strategies without a panel, on as many lines as the figure's width takes: a long list on one
+        # line would run off the figure.
         names = [short_label(s, 24) for s in never]
-        lines = [", ".join(names[i:i + 5]) for i in range(0, len(names), 5)]
-        fig.supxlabel("\n".join(["tokens freed before a call (log scale)",
-                                  *(["never compacted: " + lines[0], *lines[1:]] if lines else [])]), fontsize=9)
+        lines = [_wrapped(fig, "never compacted: ", names, fig.bbox.width * 0.95, fontsize=9)] if names else []
+        fig.supxlabel("\n".join(["tokens freed before a call (log scale)", *lines]), fontsize=9)
         fig.supylabel("share of the strategy's compactions", fontsize=10)
     return fig
 
@@ -1053,12 +1122,8 @@ def tokens_freed_histogram(calls: pd.DataFrame, *, styles: dict[str, StrategySty
 def png_bytes(fig: Figure) -> bytes:
     """``fig`` as PNG bytes with no embedded software version or date, so equal inputs give equal bytes."""
     buffer = io.BytesIO()
-    with plot_style(), warnings.catch_warnings():
-        # A label in a script the bundled font lacks (CJK, say) is drawn with a box per missing glyph;
-        # matplotlib's warning, once per glyph and figure, would bury the command's own output.
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
-        with _interrupts_held():
-            fig.savefig(buffer, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
+    with plot_style(), _interrupts_held():
+        fig.savefig(buffer, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
     return buffer.getvalue()
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from harness.core.rundir import ACCOUNTING_MODE, PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
+from harness.core.suggest import did_you_mean
 from reports import stats
 from reports.decision import (
     RECOMMENDATION_GOAL,
@@ -245,7 +246,8 @@ def choose_baseline(strategies: Sequence[str], wanted: str | None) -> tuple[str,
     first strategy when it has none, said in the note."""
     if wanted is not None:
         if strategies and wanted not in strategies:
-            raise ReportInputError(f"unknown baseline {wanted!r}: this run's strategies are {', '.join(strategies)}")
+            raise ReportInputError(f"unknown baseline {wanted!r}{did_you_mean(wanted, strategies)}: this run's "
+                                   f"strategies are {', '.join(strategies)}")
         return wanted, ""
     if not strategies or DEFAULT_BASELINE in strategies:
         return DEFAULT_BASELINE, ""

@@ -142,8 +142,8 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
         for c in details:
             lines += [f"### {c.id}: {c.title}", "", c.detail, ""]
     lines += ["## Reference comparison: The Complexity Trap", "",
-              "`ctxbench run examples/complexity-trap.toml` (one command): the paper's setting (docs/model.md v2 "
-              "change 5): `code_repair` sessions with SWE-agent-sized observations and drawn turns, raw / masking "
+              "`ctxbench run examples/complexity-trap.toml` (one command): the paper's setting (docs/model.md 11): "
+              "`code_repair` sessions with SWE-agent-sized observations and drawn turns, raw / masking "
               "M = 10 / LLM summary N = 21, M = 10 keeping the task / hybrid, caching off, each output capped at "
               "SWE-agent's 100,000 characters. The validation runs it as shipped (mid) and under frontier, on the "
               f"same sessions. Published figures: Qwen3-Coder 480B on SWE-bench Verified [{TRAP}]. Report (mid): "
@@ -201,7 +201,7 @@ def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[Seed
     lines += ablation_tables(b)
     lines += ["", "## Calibration curves", "",
               "Recall of one visible fact, from the formulas of docs/model.md 2.1 (lines) and measured end to end "
-              "through real contexts (points with 95% intervals), for both look-up kinds (v2 change 1): latent "
+              "through real contexts (points with 95% intervals), for both look-up kinds (docs/model.md 9): latent "
               "(solid; fitted to NoLiMa and Context Rot) and literal (dashed; fitted to each profile's RULER row), "
               "with the published points they were fitted to.", ""]
     for path in plots.get("calibration", []):

@@ -8,7 +8,8 @@
 strands is an optional dependency (``pip install 'ctxbench[strands]'``): only the functions and classes
 that need it import it, so importing this module (which registers ``strands_manager``) never does.
 The offline pieces both directions share (the stand-in agent, a model that replies with one text, the
-reactive loop) are public here: the parity tests drive strands' managers with them too.
+reactive loop) are public here: the parity tests drive strands' managers with them too. `offline_model`
+is a whole strands ``Model`` that needs no provider, to try a managed agent without one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import importlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -114,6 +115,17 @@ def reply_events(text: str) -> list[dict[str, Any]]:
         {"contentBlockDelta": {"delta": {"text": text}}},
         {"contentBlockStop": {}},
         {"messageStop": {"stopReason": "end_turn"}},
+    ]
+
+
+def tool_use_events(tool_use_id: str, name: str, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stream events of a model reply that is one tool call (strands' ``StreamEvent`` shapes)."""
+    return [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"start": {"toolUse": {"toolUseId": tool_use_id, "name": name}}}},
+        {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(dict(arguments))}}}},
+        {"contentBlockStop": {}},
+        {"messageStop": {"stopReason": "tool_use"}},
     ]
 
 
@@ -631,10 +643,100 @@ def _ctxbench_manager_class() -> type[Any]:
     return CtxbenchConversationManager
 
 
+# An offline strands model ------------------------------------------------------------------------------
+
+
+def offline_model(*calls: tuple[str, Mapping[str, Any]], answer: str = "Done.",
+                  window_tokens: int | None = None) -> Any:
+    """A strands ``Model`` that runs offline, to try a managed ``strands.Agent`` without a model provider.
+
+    To each user prompt it replies with the tool ``calls`` ((tool name, input) pairs), one per model call
+    and in order, then with the text ``answer``; strands' summary request (a summarizing manager's) gets a
+    short summary naming how many messages it read. Each reply is decided from the messages it is sent (the
+    tool results since the last prompt), so a history that a manager shortened gets the same replies. With
+    ``window_tokens``, messages of more tokens than that (counted as the bridge counts them) raise strands'
+    ``ContextWindowOverflowException``, as a provider's model does, so the manager's ``reduce`` runs.
+    Needs strands installed; the class is `OfflineModel`. For example
+    ``Agent(model=offline_model(("read_log", {"chunk": 1}), answer="all clear"), tools=[read_log])``.
+    """
+    return _offline_model_class()(calls, answer, window_tokens=window_tokens)
+
+
+def _results_since_prompt(messages: Iterable[Mapping[str, Any]]) -> int:
+    """The user messages holding tool results after the last one holding a prompt (text, no result)."""
+    results = 0
+    for m in reversed(list(messages)):
+        if m.get("role") != "user":
+            continue
+        content = m.get("content") or []
+        if any("toolResult" in block for block in content):
+            results += 1
+        elif any("text" in block for block in content):
+            break
+    return results
+
+
+def _is_summary_request(message: Mapping[str, Any]) -> bool:
+    return message.get("role") == "user" and [b.get("text") for b in message.get("content") or []] == [SUMMARY_REQUEST]
+
+
+@cache
+def _offline_model_class() -> type[Any]:
+    require_strands()
+    from strands.models.model import Model
+    from strands.types.exceptions import ContextWindowOverflowException
+
+    class OfflineModel(Model):
+        """A strands model that needs no provider: see `offline_model`. ``requests`` counts its calls."""
+
+        def __init__(self, calls: Iterable[tuple[str, Mapping[str, Any]]] = (), answer: str = "Done.", *,
+                     window_tokens: int | None = None) -> None:
+            self.calls = [(name, dict(arguments)) for name, arguments in calls]
+            self.answer = answer
+            self.window_tokens = window_tokens
+            self.requests = 0
+            self.config: dict[str, Any] = {"model_id": "offline"}
+
+        def update_config(self, **model_config: Any) -> None:
+            self.config.update(model_config)
+
+        def get_config(self) -> dict[str, Any]:
+            return self.config
+
+        async def structured_output(self, output_model: Any, prompt: Any, system_prompt: str | None = None,
+                                    **kwargs: Any) -> AsyncGenerator[Any, None]:
+            raise NotImplementedError("the offline model has no structured output")
+            yield  # an async generator, as strands' interface has it
+
+        async def stream(  # type: ignore[override]  # strands' typed events; these are their dict shapes
+            self, messages: list[Converse], tool_specs: Any = None, system_prompt: str | None = None, **kwargs: Any
+        ) -> AsyncIterator[dict[str, Any]]:
+            self.requests += 1
+            if self.window_tokens is not None and converse_tokens(messages) > self.window_tokens:
+                raise ContextWindowOverflowException(f"the prompt exceeds the {self.window_tokens:,}-token window")
+            for event in self.reply(list(messages)):
+                yield event
+
+        def reply(self, messages: list[Converse]) -> list[dict[str, Any]]:
+            """The stream events answering ``messages``."""
+            if messages and _is_summary_request(messages[-1]):
+                return reply_events(f"Summary of the {len(messages) - 1} messages before this request.")
+            done = _results_since_prompt(messages)
+            if done < len(self.calls):
+                name, arguments = self.calls[done]
+                return tool_use_events(f"{name}-{self.requests}", name, arguments)
+            return reply_events(self.answer)
+
+    return OfflineModel
+
+
 def __getattr__(name: str) -> Any:
-    # The manager class subclasses strands' ConversationManager, so it exists only once strands is imported.
+    # The manager class subclasses strands' ConversationManager, and the model strands' Model, so they exist
+    # only once strands is imported.
     if name == "CtxbenchConversationManager":
         return _ctxbench_manager_class()
+    if name == "OfflineModel":
+        return _offline_model_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

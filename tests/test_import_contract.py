@@ -23,7 +23,7 @@ LAYERS, REPORTS = "Layers of docs/design.md", "Reports read run directories only
 
 
 def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(LINT_IMPORTS), "--config", str(project / "pyproject.toml"), "--no-cache"],
+    return subprocess.run([str(LINT_IMPORTS), str(project / "pyproject.toml"), "--no-cache", "--no-logo"],
                           cwd=project, env={"PYTHONPATH": str(project), "PATH": ""}, capture_output=True,
                           text=True, timeout=300, check=False)
 

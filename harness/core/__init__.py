@@ -9,7 +9,8 @@ The other modules of this package are shared by the layers above and are not par
 switches), `harness.core.registry` (name registries with entry points), `harness.core.crn` (common
 random numbers), `harness.core.files` (atomic writes), `harness.core.output_paths` (where a command
 may write), `harness.core.rundir` (the run directory's files and its `Manifest`) and
-`harness.core.suggest` (the "did you mean" of every error about an unknown name). Nothing here imports another project package.
+`harness.core.suggest` (the "did you mean" of every error about an unknown name). Nothing here
+imports another project package.
 """
 
 from harness.core.context import Context, ContextOverflow, NoSummarizer, PayloadStore, Window
