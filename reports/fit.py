@@ -23,7 +23,7 @@ from matplotlib.ticker import FuncFormatter
 
 from harness.core.files import write_atomically
 from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
-from reports.plots import log_ticks, new_figure, no_data, plot_style, png_bytes, thousands
+from reports.plots import log_ticks, new_figure, no_data, plot_style, png_bytes, short_label, thousands
 from reports.tables import Cell, Table
 
 __all__ = ["PLOT_NAMES", "comparison_table", "draw_fit_plots", "ks_words", "render_fit_html",
@@ -209,7 +209,8 @@ def tool_mix_plot(measured: Mapping[str, float], generated: Mapping[str, float])
             y = np.arange(len(rows))
             ax.barh(y - 0.2, [r[1] for r in rows], height=0.4, color="#0072B2", label="measured")
             ax.barh(y + 0.2, [r[2] for r in rows], height=0.4, color="#E69F00", label="generated")
-            ax.set_yticks(y, [r[0] for r in rows])
+            # A tool's name as the trace spells it, cut for the tick (the table beside the plot has it whole).
+            ax.set_yticks(y, [short_label(r[0]) for r in rows])
             ax.invert_yaxis()
             ax.set_xlabel("share of tool calls")
             ax.legend(loc="lower right", frameon=False)
