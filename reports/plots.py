@@ -1224,6 +1224,8 @@ class PendingPlots:
         finally:
             # Interrupted (Ctrl-C, SIGTERM): the child's work is no longer wanted.
             self._answer.close()
+            if drawn is not None:  # answered: let it end on its own
+                self._process.join(timeout=5)
             if self._process.is_alive():
                 self._process.terminate()
             self._process.join()
@@ -1237,6 +1239,11 @@ def _draw_and_send(draw: Callable[[], dict[str, bytes]], answer: Connection, sen
     # The parent's end of the pipe, inherited: held open here, a large answer would wait for a reader
     # that is the child itself.
     answer.close()
+    # The parent's handlers, inherited, turn a signal into an exception for the parent's clean-up; here it
+    # would surface as a traceback from the child's exit (a terminate() that arrives while it ends), so a
+    # signal to stop simply ends the child.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         try:
             drawn: dict[str, bytes] | None = draw()

@@ -394,6 +394,24 @@ def test_a_plot_that_fails_in_the_child_fails_here_with_its_own_error(monkeypatc
         PendingPlots(_fails).wait()
 
 
+def _signal_handlers() -> dict[str, bytes]:
+    """Which of SIGTERM and SIGINT have their default action where this runs."""
+    return {name: b"default" if signal.getsignal(sig) == signal.SIG_DFL else b"handled"
+            for name, sig in (("SIGTERM", signal.SIGTERM), ("SIGINT", signal.SIGINT))}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the plots child is forked on Linux only")
+def test_the_plots_child_ends_on_a_signal_without_the_parents_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child inherits the CLI's handlers, which turn SIGTERM into an exception; a terminate() that
+    reached it while it exited printed that exception's traceback. The child ends on a signal instead."""
+    monkeypatch.setattr(reports.stats, "WORKERS", 2)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        assert PendingPlots(_signal_handlers).wait() == {"SIGTERM": b"default", "SIGINT": b"default"}
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _sleeps() -> dict[str, bytes]:
     time.sleep(60)
     return {}
