@@ -235,7 +235,16 @@ class PythonText:
 
 
 class CodeRepairDraft(ScriptDraft):
-    """One code_repair script being generated: the bug's facts, and one method per kind of step."""
+    """One code_repair script being generated: the bug's facts, and one method per kind of step.
+
+    Size: over 500 lines, and one unit on purpose. ``__init__`` draws one bug (some thirty facts, decoys,
+    line numbers and counts), and every other method renders a piece of that same bug: the repository's
+    files, the pytest and traceback text, the core steps and the fourteen exploration steps all read those
+    draws, and the steps also share the draft's mutable state (``edits``, ``used``, the file cache). Moving
+    the files or the steps into another class would hand it all of that state or a reference back to the
+    draft, without making either part readable on its own. The class is instead kept in sections (files,
+    text, core steps, exploration steps), each a run of short methods.
+    """
 
     def __init__(self, scenario: str, seed: int, params: CodeRepairParams, series: Series | None = None) -> None:
         super().__init__(scenario, seed, params, series)

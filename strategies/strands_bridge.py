@@ -470,15 +470,114 @@ def as_strands_manager(
     return cls(strategy, window_tokens=window_tokens, summarizer=summarizer)
 
 
+class _AgentWindow:
+    """The half of `CtxbenchConversationManager` that needs no strands import: the ctxbench `Context`
+    kept in step with ``agent.messages``, read from it and written back to it.
+
+    It is a base class of the manager (first in its bases, so its methods resolve as if defined there);
+    the strands hooks in `_ctxbench_manager_class` call it.
+    """
+
+    strategy: ContextStrategy
+    window_tokens: int
+    _summarizer: Summarizer | None
+    _agent: Any
+    ctx: Context
+    #: Per window position: the agent's dict, its content list as last seen, the window's message
+    #: if it is still the dict's reading (None after on_append rewrote it), and that reading.
+    _mirror: list[tuple[Converse, Any, Message | None, Message]]
+    _adopt: bool
+    _turn_ended: bool
+    #: Set by strands' ``ConversationManager.__init__``; grows with the strategy's ``removed_count``.
+    removed_message_count: int
+
+    def _reset(self) -> None:
+        """Start an empty window (at construction and after a session restore)."""
+        self.ctx = Context(window_tokens=self.window_tokens, summarizer=self._summarize)
+        self._mirror = []
+        self._adopt = False
+        self._turn_ended = False
+
+    # Keeping the window in step with agent.messages -------------------------------------------
+
+    def _bind(self, agent: Any) -> None:
+        """Remember the first agent seen; one strategy instance holds one session, so refuse a second."""
+        if self._agent is None:
+            self._agent = agent
+        elif self._agent is not agent:
+            raise ValueError("this CtxbenchConversationManager already manages another agent; "
+                             "give each agent its own (as_strands_manager(create(...)))")
+
+    def _sync(self, agent: Any) -> None:
+        """Bring the window up to ``agent.messages``: the unchanged prefix stays, the rest is read
+        (through ``on_append``, except right after a session restore)."""
+        self._bind(agent)
+        ctx, messages = self.ctx, agent.messages
+        same = 0
+        for (d, content, _, _), m, now in zip(self._mirror, ctx.messages, messages, strict=False):
+            if not (now is d and now.get("content") is content and pinned_flag(now) == m.pinned):
+                break
+            same += 1
+        if same < len(ctx.messages):  # the agent's history was edited outside this manager
+            del ctx.messages[same:]
+        del self._mirror[same:]
+        for d in messages[same:]:
+            read = read_converse(d)
+            m = read if self._adopt else self.strategy.on_append(ctx, read)
+            self._turn_ended = self._turn_ended or (not self._adopt and m.role == "assistant")
+            ctx.messages.append(m)
+            self._mirror.append((d, d.get("content"), m if m is read else None, read))
+        self._adopt = False
+
+    def _write_back(self, agent: Any) -> None:
+        """Write the window to ``agent.messages`` in place, reusing the agent's dicts."""
+        kept = {id(m): d for d, _, m, _ in self._mirror if m is not None}
+        by_ids: dict[tuple[str, frozenset[str]], Converse] | None = None
+        new: list[Converse] = []
+        for m in self.ctx.messages:
+            d = kept.get(id(m))
+            if d is None:
+                if by_ids is None:  # built only when the strategy made or rewrote a message
+                    by_ids = {(read.role, read.tool_ids): d for d, _, _, read in self._mirror}
+                d = _merged(by_ids.get((m.role, m.tool_ids)) if m.tool_ids else None, m)
+            elif m.pinned and not pinned_flag(d):
+                d.setdefault("metadata", {}).setdefault("custom", {})["pinned"] = True
+            new.append(d)
+        if len(new) != len(agent.messages) or any(a is not b for a, b in zip(new, agent.messages, strict=True)):
+            agent.messages[:] = new
+        self._mirror = [(d, d.get("content"), m, m) for d, m in zip(new, self.ctx.messages, strict=True)]
+
+    def _track(self, agent: Any, hook: Callable[[], None]) -> None:
+        """Run a strategy hook, then write the window back and count what it removed, even if it raised."""
+        before = self.ctx.removed_count
+        try:
+            hook()
+        finally:
+            self._write_back(agent)
+            self.removed_message_count += self.ctx.removed_count - before
+
+    def _summarize(self, messages: list[Message]) -> Message:
+        """The window's summarizer: the one given, else the agent's own model with strands' prompt."""
+        if self._summarizer is not None:
+            return self._summarizer(messages)
+        from strands.agent.conversation_manager.compression.context_compression import generate_summary
+
+        model = getattr(self._agent, "aux_model", None) or self._agent.model
+        conversation: list[Any] = [without_bookkeeping(to_converse(m)) for m in messages]
+        reply = _run_coroutine(lambda: generate_summary(conversation, model))
+        return read_converse(reply)
+
+
 @cache
 def _ctxbench_manager_class() -> type[Any]:
+    """`CtxbenchConversationManager`, built on first use: its base class comes from the optional strands."""
     require_strands()
     from strands.agent.conversation_manager import ConversationManager
     from strands.hooks import BeforeModelCallEvent
     from strands.hooks import HookRegistry as Registry
     from strands.types.exceptions import ContextWindowOverflowException
 
-    class CtxbenchConversationManager(ConversationManager):
+    class CtxbenchConversationManager(_AgentWindow, ConversationManager):
         """A ctxbench strategy as a strands conversation manager.
 
         The manager keeps a ctxbench `Context` in step with ``agent.messages``: messages the agent
@@ -509,80 +608,6 @@ def _ctxbench_manager_class() -> type[Any]:
             self._summarizer = summarizer
             self._agent: Any = None
             self._reset()
-
-        def _reset(self) -> None:
-            self.ctx = Context(window_tokens=self.window_tokens, summarizer=self._summarize)
-            #: Per window position: the agent's dict, its content list as last seen, the window's message
-            #: if it is still the dict's reading (None after on_append rewrote it), and that reading.
-            self._mirror: list[tuple[Converse, Any, Message | None, Message]] = []
-            self._adopt = False
-            self._turn_ended = False
-
-        # Keeping the window in step with agent.messages -------------------------------------------
-
-        def _bind(self, agent: Any) -> None:
-            if self._agent is None:
-                self._agent = agent
-            elif self._agent is not agent:
-                raise ValueError("this CtxbenchConversationManager already manages another agent; "
-                                 "give each agent its own (as_strands_manager(create(...)))")
-
-        def _sync(self, agent: Any) -> None:
-            """Bring the window up to ``agent.messages``: the unchanged prefix stays, the rest is read
-            (through ``on_append``, except right after a session restore)."""
-            self._bind(agent)
-            ctx, messages = self.ctx, agent.messages
-            same = 0
-            for (d, content, _, _), m, now in zip(self._mirror, ctx.messages, messages, strict=False):
-                if not (now is d and now.get("content") is content and pinned_flag(now) == m.pinned):
-                    break
-                same += 1
-            if same < len(ctx.messages):  # the agent's history was edited outside this manager
-                del ctx.messages[same:]
-            del self._mirror[same:]
-            for d in messages[same:]:
-                read = read_converse(d)
-                m = read if self._adopt else self.strategy.on_append(ctx, read)
-                self._turn_ended = self._turn_ended or (not self._adopt and m.role == "assistant")
-                ctx.messages.append(m)
-                self._mirror.append((d, d.get("content"), m if m is read else None, read))
-            self._adopt = False
-
-        def _write_back(self, agent: Any) -> None:
-            """Write the window to ``agent.messages`` in place, reusing the agent's dicts."""
-            kept = {id(m): d for d, _, m, _ in self._mirror if m is not None}
-            by_ids: dict[tuple[str, frozenset[str]], Converse] | None = None
-            new: list[Converse] = []
-            for m in self.ctx.messages:
-                d = kept.get(id(m))
-                if d is None:
-                    if by_ids is None:  # built only when the strategy made or rewrote a message
-                        by_ids = {(read.role, read.tool_ids): d for d, _, _, read in self._mirror}
-                    d = _merged(by_ids.get((m.role, m.tool_ids)) if m.tool_ids else None, m)
-                elif m.pinned and not pinned_flag(d):
-                    d.setdefault("metadata", {}).setdefault("custom", {})["pinned"] = True
-                new.append(d)
-            if len(new) != len(agent.messages) or any(a is not b for a, b in zip(new, agent.messages, strict=True)):
-                agent.messages[:] = new
-            self._mirror = [(d, d.get("content"), m, m) for d, m in zip(new, self.ctx.messages, strict=True)]
-
-        def _track(self, agent: Any, hook: Callable[[], None]) -> None:
-            before = self.ctx.removed_count
-            try:
-                hook()
-            finally:
-                self._write_back(agent)
-                self.removed_message_count += self.ctx.removed_count - before
-
-        def _summarize(self, messages: list[Message]) -> Message:
-            if self._summarizer is not None:
-                return self._summarizer(messages)
-            from strands.agent.conversation_manager.compression.context_compression import generate_summary
-
-            model = getattr(self._agent, "aux_model", None) or self._agent.model
-            conversation: list[Any] = [without_bookkeeping(to_converse(m)) for m in messages]
-            reply = _run_coroutine(lambda: generate_summary(conversation, model))
-            return read_converse(reply)
 
         # strands' interface -----------------------------------------------------------------------
 

@@ -320,18 +320,7 @@ class Replay:
         """The whole state of the session as it stands between turns (see the module's docstring), signed
         with ``key`` (default: this user's key, `state_key`); `restore` reads it back, in any process
         running the same ctxbench version that has the same key."""
-        secret = _key_bytes(key) if key is not None else state_key()
-        buffer = io.BytesIO()
-        try:
-            _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(self)
-        except (pickle.PicklingError, TypeError, AttributeError) as e:
-            raise ReplayStateError(f"replay state cannot be saved: {_one_line(e)}") from e
-        payload = buffer.getvalue()
-        header = json.dumps({"format": REPLAY_STATE_FORMAT, "ctxbench": harness.__version__,
-                             "sha256": hashlib.sha256(payload).hexdigest(),
-                             "hmac_sha256": _signature(secret, REPLAY_STATE_FORMAT, harness.__version__, payload)},
-                            sort_keys=True)
-        return _STATE_MAGIC + header.encode() + b"\n" + payload
+        return _saved_state(self, key)
 
     @classmethod
     def restore(cls, data: bytes, key: bytes | str | None = None) -> Replay:
@@ -339,43 +328,7 @@ class Replay:
         ReplayStateError (one line) for bytes that are not such a state, are damaged, were written by
         another state format or ctxbench version, or were not signed with ``key`` (default: this user's
         key, `state_key`). The signature is checked before a byte of the state is unpickled."""
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise ReplayStateError(f"replay state must be bytes, not {type(data).__name__}")
-        data = bytes(data)
-        if not data.startswith(_STATE_MAGIC):
-            raise ReplayStateError("not a ctxbench replay state (it does not start with the state's header)")
-        line, newline, payload = data[len(_STATE_MAGIC):].partition(b"\n")
-        try:
-            header = json.loads(line)
-            fmt, version, digest = header["format"], header["ctxbench"], header["sha256"]
-        except (ValueError, TypeError, KeyError):
-            raise ReplayStateError("replay state is damaged: its header is not readable") from None
-        if fmt != REPLAY_STATE_FORMAT or version != harness.__version__:
-            raise ReplayStateError(
-                f"replay state was saved by ctxbench {version} (state format {fmt}); this is ctxbench "
-                f"{harness.__version__} (state format {REPLAY_STATE_FORMAT}): replay the session again")
-        if not newline or not isinstance(digest, str) or hashlib.sha256(payload).hexdigest() != digest:
-            raise ReplayStateError("replay state is damaged: its bytes do not match their checksum")
-        # The checksum above is carried by the bytes themselves; only the key's signature says that this
-        # user's ctxbench wrote them. Nothing is unpickled before it matches.
-        secret = _key_bytes(key) if key is not None else state_key()
-        signature = header.get("hmac_sha256")
-        if not isinstance(signature, str) or not hmac.compare_digest(
-                signature.encode("utf-8", "replace"), _signature(secret, fmt, version, payload).encode()):
-            raise ReplayStateError(
-                "replay state is not signed with " + ("the key given" if key is not None else "this user's key")
-                + ": it was saved with another key (another user or machine: restore it with that key, "
-                "Replay.restore(data, key=...) or CTXBENCH_STATE_KEY) or it was changed since; it is not loaded")
-        try:
-            replayer = pickle.loads(payload)
-        except Exception as e:  # checked bytes that still fail: a class changed without a version bump
-            raise ReplayStateError(f"replay state cannot be loaded: {_one_line(e)}") from e
-        if not isinstance(replayer, cls):
-            raise ReplayStateError(f"replay state holds a {type(replayer).__name__}, not a {cls.__name__}")
-        # The model keeps refused stubs by id (the message kept alive with it): ids are per process.
-        dead = replayer.model.dead_stubs
-        replayer.model.dead_stubs = {id(m): m for m in dead.values()}
-        return replayer
+        return _restored_state(cls, data, key)
 
     # One turn (docs/model.md 2.3) ---------------------------------------------------------------------
     def _turn(self, agent: AgentState) -> bool:
@@ -709,6 +662,69 @@ Phase = Literal["start", "steps", "final", "done"]
 
 class ReplayStateError(ValueError):
     """Saved replay state that cannot be saved or restored; ``str()`` is one line saying why."""
+
+
+def _saved_state(replay: Replay, key: bytes | str | None) -> bytes:
+    """`Replay.save`: the header (format, version, checksum, signature), then the pickled replay."""
+    secret = _key_bytes(key) if key is not None else state_key()
+    buffer = io.BytesIO()
+    try:
+        _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(replay)
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        raise ReplayStateError(f"replay state cannot be saved: {_one_line(e)}") from e
+    payload = buffer.getvalue()
+    header = json.dumps({"format": REPLAY_STATE_FORMAT, "ctxbench": harness.__version__,
+                         "sha256": hashlib.sha256(payload).hexdigest(),
+                         "hmac_sha256": _signature(secret, REPLAY_STATE_FORMAT, harness.__version__, payload)},
+                        sort_keys=True)
+    return _STATE_MAGIC + header.encode() + b"\n" + payload
+
+
+def _restored_state(cls: type[Replay], data: bytes, key: bytes | str | None) -> Replay:
+    """`Replay.restore`: the replay in ``data``, unpickled only once `_signed_payload` has checked it."""
+    payload = _signed_payload(data, key)
+    try:
+        replayer = pickle.loads(payload)
+    except Exception as e:  # checked bytes that still fail: a class changed without a version bump
+        raise ReplayStateError(f"replay state cannot be loaded: {_one_line(e)}") from e
+    if not isinstance(replayer, cls):
+        raise ReplayStateError(f"replay state holds a {type(replayer).__name__}, not a {cls.__name__}")
+    # The model keeps refused stubs by id (the message kept alive with it): ids are per process.
+    dead = replayer.model.dead_stubs
+    replayer.model.dead_stubs = {id(m): m for m in dead.values()}
+    return replayer
+
+
+def _signed_payload(data: bytes, key: bytes | str | None) -> bytes:
+    """The pickled replay in ``data``, once its header, checksum and signature under ``key`` all hold."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ReplayStateError(f"replay state must be bytes, not {type(data).__name__}")
+    data = bytes(data)
+    if not data.startswith(_STATE_MAGIC):
+        raise ReplayStateError("not a ctxbench replay state (it does not start with the state's header)")
+    line, newline, payload = data[len(_STATE_MAGIC):].partition(b"\n")
+    try:
+        header = json.loads(line)
+        fmt, version, digest = header["format"], header["ctxbench"], header["sha256"]
+    except (ValueError, TypeError, KeyError):
+        raise ReplayStateError("replay state is damaged: its header is not readable") from None
+    if fmt != REPLAY_STATE_FORMAT or version != harness.__version__:
+        raise ReplayStateError(
+            f"replay state was saved by ctxbench {version} (state format {fmt}); this is ctxbench "
+            f"{harness.__version__} (state format {REPLAY_STATE_FORMAT}): replay the session again")
+    if not newline or not isinstance(digest, str) or hashlib.sha256(payload).hexdigest() != digest:
+        raise ReplayStateError("replay state is damaged: its bytes do not match their checksum")
+    # The checksum above is carried by the bytes themselves; only the key's signature says that this
+    # user's ctxbench wrote them. Nothing is unpickled before it matches.
+    secret = _key_bytes(key) if key is not None else state_key()
+    signature = header.get("hmac_sha256")
+    if not isinstance(signature, str) or not hmac.compare_digest(
+            signature.encode("utf-8", "replace"), _signature(secret, fmt, version, payload).encode()):
+        raise ReplayStateError(
+            "replay state is not signed with " + ("the key given" if key is not None else "this user's key")
+            + ": it was saved with another key (another user or machine: restore it with that key, "
+            "Replay.restore(data, key=...) or CTXBENCH_STATE_KEY) or it was changed since; it is not loaded")
+    return payload
 
 
 #: The variable whose text, when set, is the key replay state is signed with (instead of the key file).
