@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from harness.core.errors import first_problem
 from harness.core.rundir import MANIFEST_FILE, SESSIONS_TABLE, Manifest
 from reports import stats
 
@@ -79,10 +80,8 @@ def _read_manifest(run_dir: Path) -> Manifest:
     try:
         return Manifest.read(run_dir)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
         raise ValidationInputError(f"{run_dir / MANIFEST_FILE}: not a valid manifest "
-                                   f"({f'{where}: ' if where else ''}{first['msg']})") from None
+                                   f"({first_problem(error)})") from None
     except OSError as error:
         raise ValidationInputError(f"{run_dir / MANIFEST_FILE}: cannot be read ({error})") from None
 

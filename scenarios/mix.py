@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from harness.core.errors import error_path
 from harness.core.suggest import did_you_mean, unknown_param
 from scenarios.base import ScenarioFamily, ScenarioParams, Series, SessionScript, get, names, register
 from scenarios.draws import Draws, derive_seed
@@ -58,7 +59,7 @@ class MixParams(ScenarioParams):
                 get(family).Params(**shared, **params)
             except ValidationError as e:
                 first = e.errors()[0]
-                field = ".".join(str(p) for p in first["loc"])
+                field = error_path(first)
                 if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
                     problem = unknown_param(f"scenario {family}", field, get(family).Params.model_fields)
                     raise ValueError(f"family_params.{family}.{field}: {problem}") from None

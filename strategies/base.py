@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -37,9 +37,6 @@ class ProactiveParams(StrategyParams):
 
     proactive: StrictBool = False
     threshold: float = Field(0.7, gt=0, le=1, allow_inf_nan=False)
-
-
-P = TypeVar("P", bound=StrategyParams)
 
 
 class ContextStrategy(ABC):

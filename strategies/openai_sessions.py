@@ -95,17 +95,6 @@ def current_run_start(window: Sequence[Message]) -> int | None:
     return None
 
 
-def last_turns_start(history: Sequence[Message], max_turns: int) -> int:
-    """TrimmingSession._trim_to_last_turns: index of the ``max_turns``-th last user message, or 0."""
-    count = 0
-    for i in range(len(history) - 1, -1, -1):
-        if is_user_message(history[i]):
-            count += 1
-            if count == max_turns:
-                return i
-    return 0
-
-
 def last_items_start(history: Sequence[Message], start: int, limit: int) -> int:
     """``history[start:]`` cut to its last ``limit`` items in whole messages, then without the
     results whose calls were cut (``drop_orphan_function_calls`` on the read history)."""

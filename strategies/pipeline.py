@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from harness.core import Context, Message
+from harness.core.errors import error_path
 from harness.core.suggest import unknown_param
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, create, get, register
 from strategies.observation_masking import ObservationMasking
@@ -46,7 +47,7 @@ class PipelineParams(StrategyParams):
                 get(stage.name).Params(**stage.params)
             except ValidationError as e:
                 first = e.errors()[0]
-                field = ".".join(str(p) for p in first["loc"])
+                field = error_path(first)
                 params = get(stage.name).Params
                 message = (unknown_param(f"strategy {stage.name}", field, params.model_fields)
                            if first["type"] == "extra_forbidden" else first["msg"])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness.cli.errors import BUG_EXIT, UsageError
-from harness.cli.flags import Subparsers, output_path
+from harness.cli.flags import Subparsers, add_quiet, output_path
 
 if TYPE_CHECKING:
     from harness.run.otel import ExporterConfig
@@ -47,7 +47,7 @@ def add_parser(subparsers: Subparsers) -> None:
     export.add_argument("--to", choices=EXPORTERS, default="file",
                         help=f"file: OTLP/JSON lines (default, RUN_DIR/{DEFAULT_TRACE_FILE}); otlp: OTLP/HTTP")
     export.add_argument("--out", help=f"with --to file: where to write (default: RUN_DIR/{DEFAULT_TRACE_FILE})")
-    export.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_quiet(export, "no progress on stderr")
     export.set_defaults(func=handle)
 
 
@@ -93,7 +93,7 @@ def export_run(run_dir: str | Path, config: ExporterConfig, *, quiet: bool = Fal
     when the directory is not a finished run."""
     from harness.run.otel import OtelConfigError, OtelInputError
     from harness.run.otel import export_run as export
-    from harness.run.runner import Progress
+    from harness.run.progress import Progress
 
     bar: Progress | None = None
 

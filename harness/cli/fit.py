@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers
+from harness.cli.flags import Subparsers, add_quiet
 
 #: Sessions generated for the side-by-side when ``--sessions`` is not given: about ten seconds of replay,
 #: and enough for the quartiles of the comparison table to settle.
@@ -41,7 +41,7 @@ def add_parser(subparsers: Subparsers) -> None:
     fit.add_argument("--force", action="store_true",
                      help="replace an existing --out and report folder (never a run directory, its files, "
                           "or a folder holding files fit did not write)")
-    fit.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_quiet(fit, "no progress lines on stderr")
     fit.set_defaults(func=handle)
 
 

@@ -23,6 +23,12 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 CONFIG_OVERRIDES = ("sessions", "seed", "model", "jobs", "executor", "scheduler")
 
 
+def add_quiet(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--quiet``, with ``help`` saying what the command leaves out: the commands print different things on
+    stderr, so one shared text would be wrong for some of them."""
+    parser.add_argument("--quiet", action="store_true", help=help)
+
+
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The flags `run` and `sweep` share: what to run, where, and how to print it."""
     parser.add_argument("--sessions", type=int,
@@ -43,7 +49,7 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
                                         "directories with `ctxbench merge`)")
     parser.add_argument("--out", help="run directory (default: runs/<config name>)")
     parser.add_argument("--no-resume", action="store_true", help="refuse to reuse an existing run directory")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar, no header line")
+    add_quiet(parser, "no progress bar, no header line")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-report", action="store_true", help="do not write report.html / report.md at the end")
     parser.add_argument("--otel", choices=["file", "otlp"],

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers
+from harness.cli.flags import Subparsers, add_quiet
 from harness.cli.run import print_summary, write_run_report
 
 
@@ -26,7 +26,7 @@ def add_parser(subparsers: Subparsers) -> None:
     merge.add_argument("--partial", action="store_true",
                        help="merge even when batches of the plan are in none of the inputs (a shard missing)")
     merge.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
-    merge.add_argument("--quiet", action="store_true", help="no report line on stderr")
+    add_quiet(merge, "no report line on stderr")
     merge.add_argument("--json", action="store_true", help="print the run's metadata and summary as JSON")
     merge.set_defaults(func=handle)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, names
+from harness.cli.flags import Subparsers, add_quiet, names
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -41,7 +41,7 @@ def add_parser(subparsers: Subparsers) -> None:
     replay.add_argument("--model", help="model profile: window, prices and cache rules (default: the config's)")
     replay.add_argument("--out", help="run directory to create (default: runs/replay-<trace's name> for one "
                                       "trace, runs/replay for several)")
-    replay.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_quiet(replay, "no progress on stderr")
     replay.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
     replay.set_defaults(func=handle)
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers
+from harness.cli.flags import Subparsers, add_quiet
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -29,7 +29,7 @@ def add_parser(subparsers: Subparsers) -> None:
     report.add_argument("--baseline", default=None,
                         help="strategy the paired differences are against (default: unbounded, or the run's first "
                              "strategy when it has no unbounded; an unknown name is an error)")
-    report.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_quiet(report, "no progress lines on stderr")
     report.set_defaults(func=handle)
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, output_path
+from harness.cli.flags import Subparsers, add_quiet, output_path
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -35,7 +35,7 @@ def add_parser(subparsers: Subparsers) -> None:
     val.add_argument("--jobs", type=int, default=0, help="worker processes (0 = one per CPU)")
     val.add_argument("--examples", help="the examples/ directory with the reference configs (default: the checkout's)")
     val.add_argument("--report-only", action="store_true", help="only write the document from an existing --out")
-    val.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(val, "no progress lines")
     val.set_defaults(func=handle)
 
 

@@ -24,6 +24,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
+from harness.core.errors import error_path
 from harness.core.stubs import HANDLE_RE
 
 
@@ -530,5 +531,5 @@ def validate_call(tool: str, raw_input: Mapping[str, Any] | str) -> ToolArgs | C
         return contract(tool).model_validate(dict(raw_input))
     except ValidationError as e:
         first = e.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "input"
+        field = error_path(first) or "input"
         return ContractError(field, first["msg"], _schema_hint(tool, str(first["loc"][0]) if first["loc"] else ""))

@@ -41,7 +41,7 @@ from harness.core import tokens
 from harness.core.crn import session_seed
 from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.tokens import Tokenizer
-from harness.run.config import RunConfig, load_config
+from harness.run.config import RunConfig
 from harness.sim.kernel import replay
 from harness.sim.profiles import profile
 
@@ -542,7 +542,3 @@ def scratch_dir() -> tempfile.TemporaryDirectory[str]:
     """Where the measuring runs write: removed afterwards."""
     return tempfile.TemporaryDirectory(prefix="ctxbench-bench-")
 
-
-def config_at(path: Path) -> RunConfig:
-    """The config of ``path``, as a run of it would read it."""
-    return load_config(path)

@@ -94,7 +94,6 @@ class Decision:
     branch: str
     malformed: MalformedKind | Literal[""] = ""
     switch_to_fallback: bool = False
-    final_values: dict[str, str] | None = None
     trace: tuple[dict[str, Any], ...] = ()
 
 
@@ -482,7 +481,7 @@ class MockModel:
             assert r.value is not None
             values[key] = r.value
         lines = "\n".join(f"- {k}: {v}" for k, v in values.items())
-        return Decision("final", None, f"FINAL ANSWER\n{lines}", "final", final_values=values, trace=tuple(trace))
+        return Decision("final", None, f"FINAL ANSWER\n{lines}", "final", trace=tuple(trace))
 
     def handover(
         self, ctx: Context, pointer: Pointer, carries: Sequence[str]

@@ -1,4 +1,4 @@
-"""Progress of a long command (harness/run/runner.py `Progress`): a bar on a terminal, plain periodic
+"""Progress of a long command (harness/run/progress.py `Progress`): a bar on a terminal, plain periodic
 lines off it, an ETA from this process's own rate (unknown until something ran), nothing when quiet."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.run.config import RunConfig
-from harness.run.runner import Progress, format_duration, run
+from harness.run.progress import Progress, format_duration
+from harness.run.runner import run
 
 
 class FakeClock:

@@ -501,8 +501,8 @@ def test_final_answer_states_the_recalled_goal_values(session: Session) -> None:
     ctx = context(session.task(), *session.done("s1", "s2", "s3"))
     decision = session.model(profile("oracle")).decide(ctx, session.pointer(None, producers=("s1", "s2", "s3")))
     assert decision.kind == "final"
-    assert decision.final_values == {"bad_pod": BAD_POD, "culprit_flag": FLAG}
     assert f"- bad_pod: {BAD_POD}" in decision.text
+    assert f"- culprit_flag: {FLAG}" in decision.text
 
 
 def test_final_with_a_lost_goal_re_fetches_before_answering(session: Session) -> None:
