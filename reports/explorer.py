@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.core import tables
 from harness.core.rundir import CONFIG_FILE, EVENTS_TABLE, SESSIONS_TABLE
 from reports.explorer_assets import SCRIPT, STYLE
-from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, open_run_dir, read_table, simulated_run
+from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, kinds, open_run_dir, read_table, simulated_run
 from reports.markup import escape
 from reports.outputs import write_files
 
@@ -44,7 +45,8 @@ __all__ = ["EVENT_COLUMNS", "EXPLORER_HTML", "NUMBER_FORMATS", "SESSION_COLUMNS"
 #: The page's file name in a run directory (``ctxbench view`` writes it there unless told otherwise).
 EXPLORER_HTML = "explorer.html"
 
-KEY = ["scenario", "session_index", "strategy"]
+#: The session row's key (`harness.core.tables.SESSION_ROW_KEY`), as a list for pandas.
+KEY = list(tables.SESSION_ROW_KEY)
 #: The session table's columns: (column, heading, kind). The key and the outcome are required; a metric
 #: column an older run lacks is left out of the page.
 SESSION_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -109,27 +111,17 @@ TRACE_LEGEND: dict[str, str] = {
     "u": "the uniform draw compared with p (recalled when u < p), shared by every strategy at that step and fact",
     "x": "where the fact sits in the prompt: 0% its start, 100% its newest end",
 }
-_REQUIRED_SESSION = {"scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "outcome": TEXT}
-#: What the page reads of ``events.parquet`` (`harness.sim.events.EventRecord`), with each column's
-#: default: a session's blob leaves out a column that holds only its default.
+_REQUIRED_SESSION = kinds(tables.SESSION_COLUMNS, (*tables.SESSION_ROW_KEY, "outcome"))
+#: What the page reads of ``events.parquet`` (`harness.core.tables.EVENT_COLUMNS` after the session row's
+#: key), with each column's kind and default: a session's blob leaves out a column that holds only its default.
 EVENT_COLUMNS: dict[str, tuple[str, Any]] = {
-    "seq": (NUMBER, 0), "turn": (NUMBER, 0), "agent": (TEXT, ""), "event": (TEXT, ""), "call_index": (NUMBER, -1),
-    "messages": (NUMBER, 0), "system_tokens": (NUMBER, 0), "task_tokens": (NUMBER, 0),
-    "assistant_tokens": (NUMBER, 0), "tool_tokens": (NUMBER, 0), "error_tokens": (NUMBER, 0),
-    "summary_tokens": (NUMBER, 0), "stub_tokens": (NUMBER, 0), "masked_tokens": (NUMBER, 0),
-    "nudge_tokens": (NUMBER, 0), "tool": (TEXT, ""), "status": (TEXT, ""), "output_chars": (NUMBER, 0),
-    "output_tokens": (NUMBER, 0), "error_class": (TEXT, ""), "hook": (TEXT, ""), "how": (TEXT, ""),
-    "messages_before": (NUMBER, 0), "messages_after": (NUMBER, 0), "tokens_before": (NUMBER, 0),
-    "tokens_after": (NUMBER, 0), "facts_dropped": (TEXT, ""), "fact": (TEXT, ""), "cause": (TEXT, ""),
-    "dropped_seq": (NUMBER, -1),
+    c.name: (TEXT if c.text else NUMBER, c.default)
+    for c in tables.EVENT_COLUMNS if c.name not in tables.SESSION_ROW_KEY
 }
 #: What the page reads of ``calls.parquet``: the decision of each call (the events refer to it).
-CALL_COLUMNS: dict[str, str] = {
-    "scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
-    "agent": TEXT, "step_id": TEXT, "attempt": NUMBER, "action": TEXT, "malformed_kind": TEXT,
-    "input_tokens": NUMBER, "cached_input_tokens": NUMBER, "output_tokens": NUMBER, "cost_usd": NUMBER,
-    "trace": TEXT,
-}
+CALL_COLUMNS: dict[str, str] = kinds(tables.CALL_COLUMNS, (
+    *tables.CALL_ROW_KEY, "call_kind", "agent", "step_id", "attempt", "action", "malformed_kind", "input_tokens",
+    "cached_input_tokens", "output_tokens", "cost_usd", "trace"))
 
 #: Whether the run kept its event log: ``on`` (the page has turns), ``off`` (made with events = false)
 #: or ``absent`` (a run from a ctxbench without the event log).
@@ -166,7 +158,7 @@ def load(run_dir: str | Path) -> ExplorerData:
     detail_of: list[int] = [-1] * len(sessions)
     details: list[str] = []
     if state == EVENTS_ON:
-        events = read_table(run.path / EVENTS_TABLE, {"scenario": TEXT, "session_index": NUMBER, "strategy": TEXT}
+        events = read_table(run.path / EVENTS_TABLE, kinds(tables.EVENT_COLUMNS, tables.SESSION_ROW_KEY)
                             | {c: kind for c, (kind, _) in EVENT_COLUMNS.items()})
         calls = run.calls(CALL_COLUMNS)
         detail_of, details = _details(sessions, events, calls)

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from harness.core import tables
 from harness.core.rundir import (
     ACCOUNTING_MODE,
     CALLS_TABLE,
@@ -44,6 +45,7 @@ __all__ = [
     "RunEntry",
     "check_formats",
     "check_run_dir",
+    "kinds",
     "list_runs",
     "open_run_dir",
     "read_manifest",
@@ -57,27 +59,31 @@ FORMATS = ("html", "md")
 #: Column kinds a reader needs: numbers (booleans count) or text.
 NUMBER, TEXT = "number", "text"
 
-#: The sessions columns the statistics read (the session key, the outcome and every metric's columns),
+
+def kinds(columns: Iterable[tables.Column], wanted: Iterable[str]) -> dict[str, str]:
+    """Name -> kind (NUMBER or TEXT) of the columns named ``wanted``, in that order, as the table declares
+    them (`harness.core.tables`)."""
+    return {c.name: TEXT if c.text else NUMBER for c in tables.select(columns, tuple(wanted))}
+
+
+#: The sessions columns the statistics read (the session row's key, the outcome and every metric's columns),
 #: with their kind; ``success`` is derived from ``outcome``.
-STATS_COLUMNS: dict[str, str] = {
-    "scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "outcome": TEXT,
-    **{c: NUMBER for m in METRICS.values() if not m.optional for c in m.columns if c != "success"},
-}
+STATS_COLUMNS: dict[str, str] = kinds(tables.SESSION_COLUMNS, dict.fromkeys([
+    *tables.SESSION_ROW_KEY, "outcome",
+    *(c for m in METRICS.values() if not m.optional for c in m.columns if c != "success")]))
 #: The columns of the optional metrics (``Metric.optional``): read when a run has them.
 OPTIONAL_STATS_COLUMNS = tuple(dict.fromkeys(c for m in METRICS.values() if m.optional for c in m.columns))
 #: What the report reads of the sessions besides: the breakdowns by scenario family and loop rule.
-REPORT_COLUMNS: dict[str, str] = STATS_COLUMNS | {"family": TEXT, "loop_rule": TEXT}
+REPORT_COLUMNS: dict[str, str] = STATS_COLUMNS | kinds(tables.SESSION_COLUMNS, ("family", "loop_rule"))
 #: The sessions columns a sweep adds (``reports.sweep``); a run directory from before sweeps has none.
-SWEEP_COLUMNS = ("model", "sweep_param", "sweep_value")
+SWEEP_COLUMNS = tables.names(tables.SESSION_COLUMNS, ("sweep",))
 #: The calls columns the plots read.
-CALL_COLUMNS: dict[str, str] = {
-    "scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
-    "context_tokens": NUMBER, "input_tokens": NUMBER, "malformed_kind": TEXT,
-}
+CALL_COLUMNS: dict[str, str] = kinds(tables.CALL_COLUMNS, (
+    *tables.CALL_ROW_KEY, "call_kind", "context_tokens", "input_tokens", "malformed_kind"))
 #: Calls columns the plots read when a run has them (a run made before compactions were counted has none).
 OPTIONAL_CALL_COLUMNS = ("tokens_freed",)
 #: Columns no row may leave empty: a row without them would silently drop out of every group.
-_KEY_COLUMNS = ("scenario", "session_index", "strategy")
+_KEY_COLUMNS = tables.SESSION_ROW_KEY
 
 
 class ReportInputError(ValueError):

@@ -14,6 +14,7 @@ import math
 
 import pandas as pd
 
+from harness.core.tables import MEMORY_BUDGET_CHARS
 from reports.markup import html_table, md_table
 from reports.stats import Metric, bootstrap, rng_for
 from reports.tables import Cell, Table
@@ -34,9 +35,6 @@ MECHANISM = ("With memory on, each session of a series starts with the MEMORY.md
 SAVED_NOTE = ("What memory saves by position in the series: per session, memory off minus memory on (the strategies "
               "pooled, the same sessions paired), with a 95% bootstrap interval over sessions; positive means memory "
               "saved it. Position 0 starts with an empty memory. Below it, each setting's own means.")
-#: The budget of the loaded memory, in characters: `harness.sim.memory.MEMORY_BUDGET_CHARS` (a report reads run
-#: directories only and does not import the simulator; a test keeps the two equal).
-MEMORY_BUDGET_CHARS = 6000
 #: The z value of a two-sided 95% normal interval of a mean.
 _Z95 = 1.959964
 

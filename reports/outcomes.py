@@ -1,8 +1,7 @@
 """Why sessions did not succeed: what each outcome of the ``sessions`` table means, and which
 strategies each one hits most, as the values the report's "Why sessions fail" section is written from.
 
-The outcome names repeat the sessions.parquet contract (docs/design.md) instead of importing
-``harness.sim.metrics``: the reports read run directories only.
+The outcome names are the sessions table's (`harness.core.tables.Outcome`); a test keeps `MEANINGS` to them.
 """
 
 from __future__ import annotations
@@ -12,11 +11,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reports.stats import SESSION_KEY
+from reports.stats import SCRIPT_KEY
 
 __all__ = ["LOOP_RULES", "MEANINGS", "OutcomeHits", "explain_outcomes"]
 
-#: One sentence per failing outcome: what ended the session.
+#: One sentence per failing outcome (every `harness.core.tables.OUTCOMES` but success): what ended the session,
+#: in the order the report lists them.
 MEANINGS: dict[str, str] = {
     "overflow": "the context exceeded the model's window and the strategy could not reduce it any further",
     "budget_exceeded": "the runtime's token_budget stopped the session: its input plus output tokens passed the "
@@ -112,6 +112,6 @@ def _solved_elsewhere(sessions: pd.DataFrame, strategy: str, outcome: str) -> in
     """How many of ``strategy``'s sessions that ended in ``outcome`` another strategy solved (the same
     scenario and session index)."""
     names = sessions["strategy"].astype(str)
-    ended = sessions[(names == strategy) & (sessions["outcome"] == outcome)][SESSION_KEY]
-    solved = sessions[(names != strategy) & (sessions["outcome"] == "success")][SESSION_KEY].drop_duplicates()
-    return len(ended.merge(solved, on=SESSION_KEY, how="inner"))
+    ended = sessions[(names == strategy) & (sessions["outcome"] == outcome)][SCRIPT_KEY]
+    solved = sessions[(names != strategy) & (sessions["outcome"] == "success")][SCRIPT_KEY].drop_duplicates()
+    return len(ended.merge(solved, on=SCRIPT_KEY, how="inner"))

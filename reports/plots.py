@@ -42,6 +42,7 @@ from matplotlib.transforms import Bbox
 
 import reports.stats
 from harness.core.files import write_atomically
+from harness.core.tables import OUTCOMES
 from reports.decision import FRONT_X, FRONT_Y, pareto_front
 from reports.stats import headline as compute_headline
 from reports.stats import outcome_shares, wilson_interval
@@ -83,11 +84,9 @@ STRATEGY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h", "*")
 #: A matplotlib marker: a name (``"o"``) or a (points, style, angle) tuple (style 1: a star).
 Marker = str | tuple[int, int, int]
 
-#: Outcome order and colours for the outcome mix: success first (green), then failures by kind. The
-#: list repeats the sessions.parquet contract instead of importing harness.sim.metrics, so this module
-#: depends on the tables alone.
-OUTCOME_ORDER = ("success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
-                 "step_failed", "max_turns", "error")
+#: Outcome order and colours for the outcome mix: success first (green), then failures by kind
+#: (`harness.core.tables.OUTCOMES`).
+OUTCOME_ORDER: tuple[str, ...] = OUTCOMES
 OUTCOME_STYLE: dict[str, tuple[str, str]] = {
     "success": ("#009E73", ""),
     "wrong_answer": ("#E69F00", ""),

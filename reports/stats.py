@@ -36,6 +36,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from harness.core import tables
 from harness.core.rundir import SESSIONS_TABLE
 
 DEFAULT_RESAMPLES = 2000
@@ -56,8 +57,11 @@ INTERVAL_KINDS = (BOOTSTRAP, WILSON, TOO_FEW, UNDEFINED)
 #: count's sampling distribution as normal (at least 10 successes: OpenIntro Statistics, Diez,
 #: Cetinkaya-Rundel and Barr; De Veaux, Velleman and Bock, Intro Stats).
 MIN_SUPPORT = 10
-#: The key of one session across strategies: paired comparisons join on it.
-SESSION_KEY = ["scenario", "session_index"]
+#: The key of one session script across strategies (`harness.core.tables.SCRIPT_KEY`), as a list for pandas:
+#: paired comparisons join on it.
+SCRIPT_KEY = list(tables.SCRIPT_KEY)
+#: `SCRIPT_KEY` under the name the report modules read it by.
+SESSION_KEY = SCRIPT_KEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +171,12 @@ def _per_unit(v: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def in_session_order(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame``'s rows by session (:data:`SESSION_KEY`), the order the paired comparisons see them in:
+    """``frame``'s rows by session (:data:`SCRIPT_KEY`), the order the paired comparisons see them in:
     a stream's draws pick sessions by position, so the same sessions give the same interval whatever
     order a table holds them in. As given when the frame lacks those columns."""
-    if not set(SESSION_KEY) <= set(frame.columns):
+    if not set(SCRIPT_KEY) <= set(frame.columns):
         return frame
-    return frame.sort_values(SESSION_KEY, kind="stable")
+    return frame.sort_values(SCRIPT_KEY, kind="stable")
 
 
 def metric_arrays(frame: pd.DataFrame, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
@@ -595,7 +599,7 @@ def paired_differences(sessions: pd.DataFrame, pairs: Iterable[tuple[str, str, s
         if strategy not in indexed:
             if strategy not in groups:
                 raise KeyError(f"strategy {strategy!r} is not in this run; strategies: {', '.join(map(str, groups))}")
-            indexed[strategy] = groups[strategy].set_index(SESSION_KEY).sort_index()
+            indexed[strategy] = groups[strategy].set_index(SCRIPT_KEY).sort_index()
         return indexed[strategy]
 
     aligned: dict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame]] = {}

@@ -31,6 +31,7 @@ import tomli_w
 
 import harness
 import strategies
+from harness.core import tables
 from harness.core.rundir import (
     ACCOUNTING_MODE,
     CALLS_TABLE,
@@ -43,7 +44,7 @@ from harness.core.rundir import (
 from harness.run.config import DEFAULT_PIPELINE, RunConfig
 from harness.run.runner import Progress
 from harness.run.traces import ImportedSession
-from harness.sim.accounting import account
+from harness.sim.accounting import CALL_FIELDS, account
 from strategies import create
 
 __all__ = ["REPLAY_PARAMS", "AccountingError", "AccountingSummary", "replay_entries", "replay_traces"]
@@ -89,18 +90,13 @@ class AccountingSummary:
     wall_s: float
 
 
-#: The calls table's columns, so that a run whose recorded sessions hold no model call (a trace of the task
+#: The calls table's columns (the session row's key, what `CallRecord` has that is exact here, then the
+#: hidden outputs per call), so that a run whose recorded sessions hold no model call (a trace of the task
 #: alone) still has them all: each such session is a sessions row with no calls, as the tables can say.
-CALLS_SCHEMA = pa.schema([("scenario", pa.string()), ("session_index", pa.int64()), ("strategy", pa.string()),
-                          ("call_index", pa.int64()), ("call_kind", pa.string()), ("input_tokens", pa.int64()),
-                          ("cached_input_tokens", pa.int64()), ("cache_write_tokens", pa.int64()),
-                          ("output_tokens", pa.int64()), ("context_tokens", pa.int64()), ("cost_usd", pa.float64()),
-                          ("tokens_freed", pa.int64()), ("hidden_outputs", pa.int64()),
-                          ("hidden_output_tokens", pa.int64())])
+CALLS_SCHEMA = tables.arrow_schema(tables.select(tables.CALL_COLUMNS, (
+    *tables.SESSION_ROW_KEY, *CALL_FIELDS, *tables.names(tables.CALL_COLUMNS, ("accounting",)))))
 #: The hidden-outputs table's columns, so that a run in which nothing was hidden still has them all.
-HIDDEN_SCHEMA = pa.schema([("scenario", pa.string()), ("session_index", pa.int64()), ("strategy", pa.string()),
-                           ("tool_use_id", pa.string()), ("tool", pa.string()), ("tokens", pa.int64()),
-                           ("first_hidden_call", pa.int64()), ("how", pa.string())])
+HIDDEN_SCHEMA = tables.arrow_schema(tables.HIDDEN_COLUMNS)
 
 
 def _parquet(rows: Sequence[dict[str, Any]], schema: pa.Schema | None = None) -> bytes:

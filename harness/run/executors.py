@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import scenarios
 import strategies
+from harness.core import tables
 from harness.core.crn import session_seed
 from harness.core.files import release_inherited_locks
 from harness.core.switches import Switches
@@ -155,16 +156,16 @@ def _watch_parent(parent: int) -> None:
 
 
 def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseException) -> dict[str, Any]:
+    """The row of a session whose replay raised: every column at its default (no counts, no cost), then the
+    session's identity, the switches it was to run with, outcome ``error`` and the exception."""
     switches = spec.switches
-    row: dict[str, Any] = {c: 0 for c in SESSION_COLUMNS}
+    row = tables.defaults(tables.select(tables.SESSION_COLUMNS, SESSION_COLUMNS))
     row |= {"scenario": scenario, "session_index": index, "seed": seed, "strategy": spec.label, "outcome": "error",
             "contracts": bool(switches["contracts"]), "errors": switches["errors"],
             "breaker": bool(switches["breaker"]), "output_cap_chars": int(switches["output_cap_chars"]),
             "token_budget": int(switches["token_budget"]),
             "normalize_tool_names": bool(switches.get("normalize_tool_names", False)),
-            "family": scenario, "loop_detected": False, "loop_rule": "",
-            "context_tokens_mean": 0.0, "latency_s": 0.0, "tool_s": 0.0, "backoff_s": 0.0, "cost_usd": 0.0,
-            "summary_cost_usd": 0.0,
+            "family": scenario,
             "error": "".join(traceback.format_exception_only(type(e), e)).strip()} | spec.tags
     return row
 

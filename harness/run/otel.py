@@ -76,6 +76,7 @@ from harness.core.rundir import (
     TableCheckError,
     verify_tables,
 )
+from harness.core.tables import CALL_ROW_KEY, EVENT_ROW_KEY, SESSION_ROW_KEY
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -127,7 +128,6 @@ DEFAULT_TIMEOUT_S = 10.0
 _EXPORTER_LOGGERS = ("opentelemetry.exporter.otlp.proto.http", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
 SpanKindName = Literal["invoke_agent", "chat", "execute_tool"]
-SESSION_KEY = ("scenario", "session_index", "strategy")
 
 
 class OtelConfigError(ValueError):
@@ -561,10 +561,10 @@ def _ns(epoch_ns: int, seconds: float) -> int:
 # --- reading the run ----------------------------------------------------------------------------------
 
 #: The columns each table must have for the export.
-_SESSION_COLUMNS = (*SESSION_KEY, "outcome", "latency_s")
-_CALL_COLUMNS = (*SESSION_KEY, "agent", "call_index", "call_kind", "input_tokens", "cached_input_tokens",
+_SESSION_COLUMNS = (*SESSION_ROW_KEY, "outcome", "latency_s")
+_CALL_COLUMNS = (*SESSION_ROW_KEY, "agent", "call_index", "call_kind", "input_tokens", "cached_input_tokens",
                  "output_tokens", "model_s", "clock_s")
-_EVENT_COLUMNS = (*SESSION_KEY, "seq", "agent", "event", "call_index", "tool", "status")
+_EVENT_COLUMNS = (*SESSION_ROW_KEY, "seq", "agent", "event", "call_index", "tool", "status")
 #: The columns each table places the spans with (seconds on the simulated clock) and counts or indexes
 #: them with: every value must be a finite number (seconds from 0 to `MAX_SECONDS`), for a span cannot
 #: leave its time or its index out the way it leaves out an attribute whose value is missing.
@@ -664,13 +664,13 @@ def _open_run(run_dir: Path) -> _Run:
     _check_numbers(run_dir / SESSIONS_TABLE, sessions, _SESSION_TIMES, _SESSION_COUNTS)
     calls = _read_table(run_dir / CALLS_TABLE, _CALL_COLUMNS)
     _check_numbers(run_dir / CALLS_TABLE, calls, _CALL_TIMES, _CALL_COUNTS)
-    calls = calls.sort_values([*SESSION_KEY, "call_index"], kind="stable")
+    calls = calls.sort_values(list(CALL_ROW_KEY), kind="stable")
     events_path = run_dir / EVENTS_TABLE
     events = None
     if events_path.exists():
         events = _read_table(events_path, _EVENT_COLUMNS)
         _check_numbers(events_path, events, (), _EVENT_COUNTS)
-        events = events.sort_values([*SESSION_KEY, "seq"], kind="stable")
+        events = events.sort_values(list(EVENT_ROW_KEY), kind="stable")
     return _Run(run_id=manifest.run_id or run_dir.name, epoch_ns=_epoch_ns(manifest),
                 model=manifest.model_name or "mock", sessions=sessions, calls=calls, events=events)
 
@@ -713,6 +713,22 @@ class _SessionSpans:
     events: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class _SessionFrame:
+    """What every span of one session shares: its trace, root span context, model, common attributes, end
+    time, and its model calls with each call's start, end and position by call index."""
+
+    trace_id: int
+    root: Any
+    model: str
+    common: dict[str, str]
+    end_s: float
+    calls: list[dict[str, Any]]
+    starts: list[float]
+    ends: list[float]
+    position: dict[int, int]
+
+
 class _Builder:
     """Builds the spans of each session of one run (the SDK's classes, imported once)."""
 
@@ -731,9 +747,9 @@ class _Builder:
         self.resource = Resource({"service.name": "ctxbench", "service.version": harness.__version__,
                                   "ctxbench.run_id": run.run_id})
         self.scope = InstrumentationScope("ctxbench.otel", harness.__version__)
-        self.calls_at = run.calls.groupby(list(SESSION_KEY), sort=False).indices
+        self.calls_at = run.calls.groupby(list(SESSION_ROW_KEY), sort=False).indices
         self.events_at = ({} if run.events is None
-                          else run.events.groupby(list(SESSION_KEY), sort=False).indices)
+                          else run.events.groupby(list(SESSION_ROW_KEY), sort=False).indices)
         self.call_records = run.calls.to_dict("records")
         self.event_records = [] if run.events is None else run.events.to_dict("records")
 
@@ -758,54 +774,79 @@ class _Builder:
         return _SessionSpans([], chat=len(calls), tools=tools, events=events)
 
     def session(self, row: Mapping[str, Any]) -> _SessionSpans:
+        """The spans of the session ``row``: the root ``invoke_agent`` span first, then one ``chat`` span per
+        model call and one ``execute_tool`` span per tool call; compactions, lost facts and a detected loop
+        are the root's span events."""
         key = (row["scenario"], row["session_index"], row["strategy"])
         calls = [self.call_records[i] for i in self.calls_at.get(key, ())]
         events = [self.event_records[i] for i in self.events_at.get(key, ())]
-        epoch = self.run.epoch_ns
         trace_id = session_trace_id(self.run.run_id, str(key[0]), int(key[1]), str(key[2]))
-        root = self._context(trace_id, _span_id(trace_id, "invoke_agent", -1))
-        model = str(_plain(row.get("model")) or self.run.model)
         conversation = f"{self.run.run_id}/{key[0]}/{key[1]}/{key[2]}"
-        common = {"gen_ai.provider.name": PROVIDER, "gen_ai.system": PROVIDER, "gen_ai.conversation.id": conversation}
         end_s = float(row["latency_s"])
         if calls:  # an errored session's latency may stop short of its last call
             end_s = max(end_s, float(calls[-1]["clock_s"]))
+        frame = _SessionFrame(
+            trace_id=trace_id, root=self._context(trace_id, _span_id(trace_id, "invoke_agent", -1)),
+            model=str(_plain(row.get("model")) or self.run.model), end_s=end_s, calls=calls,
+            common={"gen_ai.provider.name": PROVIDER, "gen_ai.system": PROVIDER,
+                    "gen_ai.conversation.id": conversation},
+            # each call's start and end, for the tool spans and the events between calls
+            starts=[max(0.0, float(c["clock_s"]) - float(c["model_s"])) for c in calls],
+            ends=[float(c["clock_s"]) for c in calls],
+            position={int(c["call_index"]): i for i, c in enumerate(calls)})
         out = _SessionSpans([])
+        out.spans.extend(self._chat_spans(frame))
+        out.chat = len(calls)
+        root_events = self._tool_spans_and_events(frame, events, out)
+        rule = _plain(row.get("loop_rule"))
+        if rule is not None:
+            root_events.append(self.Event("ctxbench.loop_detected", {"ctxbench.loop_rule": str(rule)},
+                                          timestamp=_ns(self.run.epoch_ns, end_s)))
+        out.events = len(root_events)
+        out.spans.insert(0, self._root_span(frame, row, root_events))
+        return out
 
-        # chat spans; each call's start and end, for the tool spans and the events between calls
-        starts = [max(0.0, float(c["clock_s"]) - float(c["model_s"])) for c in calls]
-        ends = [float(c["clock_s"]) for c in calls]
-        position = {int(c["call_index"]): i for i, c in enumerate(calls)}
-        for i, c in enumerate(calls):
+    def _chat_spans(self, frame: _SessionFrame) -> list[Any]:
+        """One ``chat`` span per model call of the session, in call order."""
+        epoch, trace_id, model = self.run.epoch_ns, frame.trace_id, frame.model
+        spans: list[Any] = []
+        for i, c in enumerate(frame.calls):
             usage = {"gen_ai.usage.input_tokens": int(c["input_tokens"]),
                      "gen_ai.usage.output_tokens": int(c["output_tokens"]),
                      "gen_ai.usage.cache_read.input_tokens": int(c["cached_input_tokens"])}
             if "cache_write_tokens" in c:
                 usage["gen_ai.usage.cache_creation.input_tokens"] = int(c["cache_write_tokens"])
-            attributes = {"gen_ai.operation.name": "chat", **common, "gen_ai.request.model": model,
+            attributes = {"gen_ai.operation.name": "chat", **frame.common, "gen_ai.request.model": model,
                           "gen_ai.agent.name": str(c["agent"]), **usage,
-                          **_attributes("ctxbench.", c, skip=(*SESSION_KEY, "agent", "input_tokens", "output_tokens",
-                                                               "cached_input_tokens", "cache_write_tokens", "trace"))}
-            out.spans.append(self.ReadableSpan(
+                          **_attributes("ctxbench.", c, skip=(*SESSION_ROW_KEY, "agent", "input_tokens",
+                                                              "output_tokens", "cached_input_tokens",
+                                                              "cache_write_tokens", "trace"))}
+            spans.append(self.ReadableSpan(
                 f"chat {model}", context=self._context(trace_id, _span_id(trace_id, "chat", int(c["call_index"]))),
-                parent=root, resource=self.resource, attributes=attributes, kind=self.SpanKind.CLIENT,
-                start_time=_ns(epoch, starts[i]), end_time=_ns(epoch, ends[i]), instrumentation_scope=self.scope))
-        out.chat = len(calls)
+                parent=frame.root, resource=self.resource, attributes=attributes, kind=self.SpanKind.CLIENT,
+                start_time=_ns(epoch, frame.starts[i]), end_time=_ns(epoch, frame.ends[i]),
+                instrumentation_scope=self.scope))
+        return spans
 
-        # tool spans and the root's events, in the order the replay logged them
+    def _tool_spans_and_events(self, frame: _SessionFrame, events: list[dict[str, Any]],
+                               out: _SessionSpans) -> list[Any]:
+        """Walk the session's logged events in order: each tool call becomes an ``execute_tool`` span in
+        ``out``; compactions and lost facts become the root's span events, which are returned. One walk does
+        both because an event's timestamp is the clock as the tool spans before it left it."""
+        epoch, trace_id, calls, starts, ends = self.run.epoch_ns, frame.trace_id, frame.calls, frame.starts, frame.ends
         root_events: list[Any] = []
         now = 0.0
         for e in events:
             kind = str(e["event"])
-            at = position.get(int(e["call_index"]))
+            at = frame.position.get(int(e["call_index"]))
             if kind == "call" and at is not None:
                 now = ends[at]
                 tool = str(e["tool"] or "")
                 if not tool:
                     continue
-                tool_end = max(now, starts[at + 1] if at + 1 < len(calls) else end_s)
+                tool_end = max(now, starts[at + 1] if at + 1 < len(calls) else frame.end_s)
                 failed = str(e["status"]) == "error"
-                attributes = {"gen_ai.operation.name": "execute_tool", **common, "gen_ai.tool.name": tool,
+                attributes = {"gen_ai.operation.name": "execute_tool", **frame.common, "gen_ai.tool.name": tool,
                               "gen_ai.tool.call.id": f"call_{int(e['call_index'])}", "gen_ai.tool.type": "function",
                               "gen_ai.agent.name": str(e["agent"]),
                               **_attributes("ctxbench.", {k: e.get(k) for k in
@@ -818,7 +859,7 @@ class _Builder:
                 out.spans.append(self.ReadableSpan(
                     f"execute_tool {tool}",
                     context=self._context(trace_id, _span_id(trace_id, "execute_tool", int(e["call_index"]))),
-                    parent=root, resource=self.resource, attributes=attributes, kind=self.SpanKind.INTERNAL,
+                    parent=frame.root, resource=self.resource, attributes=attributes, kind=self.SpanKind.INTERNAL,
                     status=status, start_time=_ns(epoch, now), end_time=_ns(epoch, tool_end),
                     instrumentation_scope=self.scope))
                 out.tools += 1
@@ -835,16 +876,14 @@ class _Builder:
                 root_events.append(self.Event("ctxbench.fact_lost", _attributes("ctxbench.", {
                     k: e.get(k) for k in ("agent", "turn", "fact", "cause", "dropped_seq")}),
                     timestamp=_ns(epoch, now)))
-        rule = _plain(row.get("loop_rule"))
-        if rule is not None:
-            root_events.append(self.Event("ctxbench.loop_detected", {"ctxbench.loop_rule": str(rule)},
-                                          timestamp=_ns(epoch, end_s)))
-        out.events = len(root_events)
+        return root_events
 
+    def _root_span(self, frame: _SessionFrame, row: Mapping[str, Any], root_events: list[Any]) -> Any:
+        """The session's ``invoke_agent`` span: the session row's columns, its usage, its outcome as status."""
         outcome = str(row["outcome"])
-        first_agent = str(calls[0]["agent"]) if calls else "agent"
-        attributes = {"gen_ai.operation.name": "invoke_agent", **common, "gen_ai.agent.name": first_agent,
-                      "gen_ai.request.model": model,
+        first_agent = str(frame.calls[0]["agent"]) if frame.calls else "agent"
+        attributes = {"gen_ai.operation.name": "invoke_agent", **frame.common, "gen_ai.agent.name": first_agent,
+                      "gen_ai.request.model": frame.model,
                       **_attributes("ctxbench.", row, skip=("model",))}
         for column, name in (("input_tokens", "gen_ai.usage.input_tokens"),
                              ("output_tokens", "gen_ai.usage.output_tokens"),
@@ -856,11 +895,11 @@ class _Builder:
             attributes["error.type"] = outcome
             detail = _plain(row.get("error"))
             status = self.Status(self.StatusCode.ERROR, f"outcome {outcome}" + (f": {detail}" if detail else ""))
-        out.spans.insert(0, self.ReadableSpan(
-            f"invoke_agent {first_agent}", context=root, parent=None, resource=self.resource, attributes=attributes,
-            events=root_events, kind=self.SpanKind.INTERNAL, status=status, start_time=_ns(epoch, 0.0),
-            end_time=_ns(epoch, end_s), instrumentation_scope=self.scope))
-        return out
+        return self.ReadableSpan(
+            f"invoke_agent {first_agent}", context=frame.root, parent=None, resource=self.resource,
+            attributes=attributes, events=root_events, kind=self.SpanKind.INTERNAL, status=status,
+            start_time=_ns(self.run.epoch_ns, 0.0), end_time=_ns(self.run.epoch_ns, frame.end_s),
+            instrumentation_scope=self.scope)
 
 
 # --- the export -----------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,6 +40,7 @@ import tomli_w
 from pydantic import ValidationError
 
 import harness
+from harness.core import tables
 from harness.core.files import TEMP_SUFFIX, DirectoryBusy, lock_directory, remove_stale_temp_files, write_atomically
 from harness.core.rundir import (
     CALLS_TABLE,
@@ -55,17 +56,13 @@ from harness.core.rundir import (
 from harness.run.config import RunConfig, first_error
 from harness.run.parts import EventLines, Part, PartError, PartProblem, encode_part, read_part
 from harness.run.plan import Batch, plan, shard_of
-from harness.sim.events import EVENT_KEY, EventRecord
-from harness.sim.metrics import MEMORY_COLUMNS, SERIES_COLUMNS, CallRecord, SessionRecord
 
 __all__ = [
     "CALL_COLUMNS",
-    "CALL_KEY",
     "DAMAGED_DIR",
     "EVENT_SCHEMA",
     "ROW_GROUP_ROWS",
     "SESSION_COLUMNS",
-    "SESSION_KEY",
     "BatchSource",
     "BatchTables",
     "RunError",
@@ -91,26 +88,21 @@ __all__ = [
 ]
 
 #: The replay's own columns, then where the row sits in the run: its profile and its sweep point.
-SESSION_COLUMNS = [*SessionRecord.__dataclass_fields__, "model", "sweep_param", "sweep_value"]
+SESSION_COLUMNS = list(tables.names(tables.SESSION_COLUMNS, ("", "sweep")))
 
 
 def session_columns(config: RunConfig) -> list[str]:
     """The sessions table's columns for ``config``: the series and memory columns only in a run with
     ``[series]``, so a run without one keeps its tables byte for byte."""
-    return SESSION_COLUMNS if config.series is None else [*SESSION_COLUMNS, *SERIES_COLUMNS, *MEMORY_COLUMNS]
-CALL_COLUMNS = list(CallRecord.__dataclass_fields__)
-#: The columns of ``events.parquet`` (`EventRecord`'s fields): counts as int32 (a window's tokens, a
-#: tool output's characters and a session's events all fit), the session index as int64 like the
-#: other tables' (columns the explorer joins on).
-EVENT_SCHEMA = pa.schema([
-    (f.name, pa.string() if f.type == "str" else pa.int64() if f.name == "session_index" else pa.int32())
-    for f in fields(EventRecord)
-])
+    if config.series is None:
+        return SESSION_COLUMNS
+    return [*SESSION_COLUMNS, *tables.names(tables.SESSION_COLUMNS, ("series", "memory"))]
+#: The simulator's call columns (an accounting run's extra ones are not in a simulated run's table).
+CALL_COLUMNS = list(tables.names(tables.CALL_COLUMNS))
+#: The columns of ``events.parquet`` (`harness.core.tables.EVENT_COLUMNS`, `EventRecord`'s fields).
+EVENT_SCHEMA = tables.arrow_schema(tables.EVENT_COLUMNS)
 #: Where a resume moves the parts it found damaged before replaying their batches (inside ``parts/``).
 DAMAGED_DIR = "damaged"
-#: The order of the rows of ``sessions.parquet`` and ``calls.parquet`` (``events.parquet``: `EVENT_KEY`).
-SESSION_KEY = ("scenario", "session_index", "strategy")
-CALL_KEY = (*SESSION_KEY, "call_index")
 #: Rows per row group of every table: what ``pq.write_table`` takes when given none (pyarrow's
 #: ``_DEFAULT_ROW_GROUP_SIZE``, 1024 * 1024 rows in pyarrow 26), which wrote each table in one call before
 #: the tables were streamed; cut into groups of the same size, a streamed table keeps those bytes.
@@ -718,11 +710,11 @@ def write_tables(out_dir: Path, config: RunConfig, source: BatchSource, *, batch
     row groups, each column of a group one array, and the same schema, which for sessions and calls is
     what pandas inferred from all their rows (`_Inferred`)."""
     layouts: list[tuple[str, _Inferred | _Fixed]] = [
-        (SESSIONS_TABLE, _Inferred(session_columns(config), SESSION_KEY)),
-        (CALLS_TABLE, _Inferred(CALL_COLUMNS, CALL_KEY)),
+        (SESSIONS_TABLE, _Inferred(session_columns(config), tables.SESSION_ROW_KEY)),
+        (CALLS_TABLE, _Inferred(CALL_COLUMNS, tables.CALL_ROW_KEY)),
     ]
     if config.events:
-        layouts.append((EVENTS_TABLE, _Fixed(EVENT_SCHEMA, EVENT_KEY)))
+        layouts.append((EVENTS_TABLE, _Fixed(EVENT_SCHEMA, tables.EVENT_ROW_KEY)))
     written = _stream(out_dir, layouts, source)
     manifest = Manifest(
         run_id=out_dir.name,

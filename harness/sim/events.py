@@ -3,8 +3,9 @@ the context held by kind of message, each tool result, each compaction a strateg
 each needed fact was lost. Ints and short strings only, never a message's text; the decision and its
 trace are the call's row in ``calls.parquet`` (``call_index``), not repeated here.
 
-`EventRecord` is the table's schema (columns, types, defaults); `EventLog` records one replay, each row
-the list of the columns' values (what a part stores, `harness.run.parts`, and the cheapest to build).
+`EventRecord` has the table's columns (`harness.core.tables.EVENT_COLUMNS`: names, types, defaults) as
+its fields; `EventLog` records one replay, each row the list of the columns' values (what a part stores,
+`harness.run.parts`, and the cheapest to build).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 from harness.core.context import Window
 from harness.core.messages import Message
+from harness.core.tables import EVENT_ROW_KEY
 
 __all__ = ["COMPOSITION", "DEFAULTS", "EVENT_COLUMNS", "EVENT_KEY", "EventKind", "EventLog", "EventRecord"]
 
@@ -88,7 +90,7 @@ class EventRecord:
 #: The table's columns, in order: a row is the list of their values (`EventLog.rows`).
 EVENT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EventRecord))
 #: The columns a row is sorted by in the table (the first three lead every row).
-EVENT_KEY = ("scenario", "session_index", "strategy", "seq")
+EVENT_KEY = EVENT_ROW_KEY
 #: Column -> default.
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(EventRecord) if f.default is not MISSING}
 #: The message kinds of a window, each counted in one composition column.

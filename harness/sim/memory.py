@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.core.tables import MEMORY_BUDGET_CHARS
+
 __all__ = ["MEMORY_BUDGET_CHARS", "TRUNCATED_MARKER", "LoadedMemory", "MemoryStore"]
 
-#: The character budget of the loaded memory block (OpenHands SDK).
-MEMORY_BUDGET_CHARS = 6000
 #: The line put first when lines were dropped to fit the budget (OpenHands SDK).
 TRUNCATED_MARKER = "[earlier memory truncated]"
 _OPEN, _CLOSE = "<MEMORY_CONTEXT>", "</MEMORY_CONTEXT>"

@@ -1,23 +1,30 @@
 """Per-call and per-session records: the rows of ``calls.parquet`` and ``sessions.parquet``
-(docs/design.md, "sessions.parquet columns"). Plain frozen values, cheap to build on the hot path."""
+(docs/design.md, "sessions.parquet columns"). Plain frozen values, cheap to build on the hot path; their
+fields are the columns `harness.core.tables` declares (a test keeps the two equal)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any
 
+from harness.core.tables import OUTCOMES, SESSION_COLUMNS, CallKind, Outcome, defaults, names
 from harness.sim.clock import SimClock
 
-Outcome = Literal[
-    "success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
-    "step_failed", "max_turns", "error",
+__all__ = [
+    "MEMORY_COLUMNS",
+    "MEMORY_OFF_ROW",
+    "OUTCOMES",
+    "SERIES_COLUMNS",
+    "THRASH_TURNS",
+    "CallKind",
+    "CallRecord",
+    "Outcome",
+    "SessionEnded",
+    "SessionRecord",
+    "Tally",
+    "session_record",
 ]
-OUTCOMES: tuple[str, ...] = (
-    "success", "wrong_answer", "stuck", "overflow", "throttled", "blocked", "budget_exceeded",
-    "step_failed", "max_turns", "error",
-)
-CallKind = Literal["agent", "summary", "handoff"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,9 +221,7 @@ class SessionEnded(BaseException):
 
 #: The sessions columns of a run with ``[series]`` (none otherwise, so a run without series keeps its
 #: tables byte for byte): where the session sits in its series, then what its memory did.
-SERIES_COLUMNS = ("series", "series_position")
-MEMORY_COLUMNS = ("memory", "memory_chars", "memory_truncated", "memory_facts_used", "stale_memory_used",
-                  "steps_skipped")
-#: A memory-off variant's values of `MEMORY_COLUMNS` in a series run.
-MEMORY_OFF_ROW: dict[str, Any] = {"memory": False, "memory_chars": 0, "memory_truncated": False,
-                                  "memory_facts_used": 0, "stale_memory_used": False, "steps_skipped": 0}
+SERIES_COLUMNS = names(SESSION_COLUMNS, ("series",))
+MEMORY_COLUMNS = names(SESSION_COLUMNS, ("memory",))
+#: A memory-off variant's values of `MEMORY_COLUMNS` in a series run: their defaults.
+MEMORY_OFF_ROW: dict[str, Any] = defaults(c for c in SESSION_COLUMNS if c.group == "memory")

@@ -14,7 +14,7 @@ from reports.stats import (
     BLOCK_INDICES,
     CONFIDENCE,
     METRICS,
-    SESSION_KEY,
+    SCRIPT_KEY,
     block_statistic,
     bootstrap,
     content_digest,
@@ -273,7 +273,7 @@ def test_metrics_added_for_the_decision_keep_the_old_names() -> None:
 def _reference_headline(sessions: pd.DataFrame, resamples: int, seed: int) -> pd.DataFrame:
     rows = []
     for strategy, group in with_success(sessions).groupby("strategy", sort=True):
-        group = group.sort_values(SESSION_KEY)
+        group = group.sort_values(SCRIPT_KEY)
         for metric in METRICS.values():
             values, den = metric_arrays(group, metric)
             n, stat = len(values), statistic(metric)
@@ -293,12 +293,12 @@ def _reference_headline(sessions: pd.DataFrame, resamples: int, seed: int) -> pd
 
 def _reference_paired(sessions: pd.DataFrame, baseline: str, resamples: int, seed: int) -> pd.DataFrame:
     sessions = with_success(sessions)
-    base = sessions[sessions["strategy"] == baseline].set_index(SESSION_KEY).sort_index()
+    base = sessions[sessions["strategy"] == baseline].set_index(SCRIPT_KEY).sort_index()
     rows = []
     for strategy, group in sessions.groupby("strategy", sort=True):
         if strategy == baseline:
             continue
-        other = group.set_index(SESSION_KEY).sort_index()
+        other = group.set_index(SCRIPT_KEY).sort_index()
         common = base.index.intersection(other.index)
         a, b, n = other.loc[common], base.loc[common], len(common)
         for metric in METRICS.values():
