@@ -923,28 +923,7 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
         if not set(map(str, wide.index)) <= set(styles):
             # A headline computed elsewhere may name strategies the sessions frame does not.
             styles = strategy_styles([*styles, *map(str, wide.index)])
-        points: dict[str, tuple[float, float]] = {}
-        unsolved: list[str] = []
-        for strategy in sorted(map(str, wide.index)):
-            row = wide.loc[strategy]
-            try:
-                x, y = float(row[("value", FRONT_X)]), float(row[("value", FRONT_Y)])
-            except KeyError:
-                continue
-            if x == 0 and not np.isfinite(y):
-                unsolved.append(strategy)
-            if not (np.isfinite(x) and np.isfinite(y)):
-                continue
-            xerr = [[max(x - float(row[("ci_low", FRONT_X)]), 0.0)], [max(float(row[("ci_high", FRONT_X)]) - x, 0.0)]]
-            yerr = [[max(y - float(row[("ci_low", FRONT_Y)]), 0.0)], [max(float(row[("ci_high", FRONT_Y)]) - y, 0.0)]]
-            style = styles[strategy]
-            bars = ax.errorbar([x], [y], xerr=np.nan_to_num(xerr), yerr=np.nan_to_num(yerr), fmt="",
-                               marker=style.marker, linestyle="none", color=style.colour, markersize=POINT_SIZE,
-                               elinewidth=1.0, capsize=3, alpha=0.9, label=short_label(strategy))
-            for whisker in bars.lines[2]:
-                # Strategies that share a colour also differ in whisker style, not only in marker.
-                whisker.set_linestyle(cast(Any, style.linestyle))
-            points[strategy] = (x, y)
+        points, unsolved = _strategy_points(ax, wide, styles)
         if not ax.lines:
             no_data(ax, "no strategy has a solved session" if unsolved else "no strategy has a success rate and a cost")
             return fig
@@ -971,35 +950,71 @@ def cost_vs_success(sessions: pd.DataFrame, *, headline: pd.DataFrame | None = N
         else:
             ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"${v:,.2f}"))
-        handles, labels = ax.get_legend_handles_labels()
-        if front:
-            handles.append(Line2D([], [], color="#333333", linewidth=1.0, linestyle=(0, (4, 3)), marker="o",
-                                  markersize=10, markerfacecolor="none", markeredgecolor="#333333"))
-            labels.append(FRONT_LABEL)
-        title = "strategy"
-        if len(labels) > LEGEND_ROWS:
-            # A legend taller than the figure is cut off, and one in columns squeezes the axes to nothing;
-            # the names at the points say what it would.
-            handles, labels = handles[len(points):], labels[len(points):]
-            title = f"{len(points)} strategies,\nnamed at their points"
-        fig.legend(handles, labels, loc="outside right upper", title=title, frameon=False)
-        if unsolved:
-            # In the final layout, on as many lines as the axes' width takes: a sweep's dozens of names on
-            # one line would run off the figure, and constrained layout, making room for them, would
-            # squeeze the axes to nothing.
-            _fix_layout(fig)
-            # Clear of the note on the right, if the whiskers are cut.
-            width = ax.get_window_extent().width * 0.98
-            if cut_note is not None:
-                width -= cut_note.get_window_extent().width
-            text = _wrapped(fig, "no solved session, not drawn: ", [short_label(s, 22) for s in unsolved], width,
-                            fontsize=8)
-            ax.text(0.01, 0.99, text, transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#555555",
-                    in_layout=False)
+        _legend_and_unsolved_note(fig, ax, len(points), bool(front), unsolved, cut_note)
         # Last: the names are placed in the figure's final layout, clear of the notes above.
         _name_points(fig, ax, [(s, x, y) for s, (x, y) in points.items()], ringed=front,
                      colours={s: styles[s].colour for s in points})
     return fig
+
+
+def _strategy_points(ax: Axes, wide: pd.DataFrame, styles: dict[str, StrategyStyle]
+                     ) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """Draw each strategy of ``wide`` (value and interval of success and cost per solved session) as a
+    point with whiskers; return the points drawn and the strategies with no solved session."""
+    points: dict[str, tuple[float, float]] = {}
+    unsolved: list[str] = []
+    for strategy in sorted(map(str, wide.index)):
+        row = wide.loc[strategy]
+        try:
+            x, y = float(row[("value", FRONT_X)]), float(row[("value", FRONT_Y)])
+        except KeyError:
+            continue
+        if x == 0 and not np.isfinite(y):
+            unsolved.append(strategy)
+        if not (np.isfinite(x) and np.isfinite(y)):
+            continue
+        xerr = [[max(x - float(row[("ci_low", FRONT_X)]), 0.0)], [max(float(row[("ci_high", FRONT_X)]) - x, 0.0)]]
+        yerr = [[max(y - float(row[("ci_low", FRONT_Y)]), 0.0)], [max(float(row[("ci_high", FRONT_Y)]) - y, 0.0)]]
+        style = styles[strategy]
+        bars = ax.errorbar([x], [y], xerr=np.nan_to_num(xerr), yerr=np.nan_to_num(yerr), fmt="",
+                           marker=style.marker, linestyle="none", color=style.colour, markersize=POINT_SIZE,
+                           elinewidth=1.0, capsize=3, alpha=0.9, label=short_label(strategy))
+        for whisker in bars.lines[2]:
+            # Strategies that share a colour also differ in whisker style, not only in marker.
+            whisker.set_linestyle(cast(Any, style.linestyle))
+        points[strategy] = (x, y)
+    return points, unsolved
+
+
+def _legend_and_unsolved_note(fig: Figure, ax: Axes, drawn: int, front: bool, unsolved: list[str],
+                              cut_note: Text | None) -> None:
+    """The cost plot's legend (only the front's key once the strategies outnumber a legend column) and the
+    note naming the strategies with no solved session."""
+    handles, labels = ax.get_legend_handles_labels()
+    if front:
+        handles.append(Line2D([], [], color="#333333", linewidth=1.0, linestyle=(0, (4, 3)), marker="o",
+                              markersize=10, markerfacecolor="none", markeredgecolor="#333333"))
+        labels.append(FRONT_LABEL)
+    title = "strategy"
+    if len(labels) > LEGEND_ROWS:
+        # A legend taller than the figure is cut off, and one in columns squeezes the axes to nothing;
+        # the names at the points say what it would.
+        handles, labels = handles[drawn:], labels[drawn:]
+        title = f"{drawn} strategies,\nnamed at their points"
+    fig.legend(handles, labels, loc="outside right upper", title=title, frameon=False)
+    if unsolved:
+        # In the final layout, on as many lines as the axes' width takes: a sweep's dozens of names on
+        # one line would run off the figure, and constrained layout, making room for them, would
+        # squeeze the axes to nothing.
+        _fix_layout(fig)
+        # Clear of the note on the right, if the whiskers are cut.
+        width = ax.get_window_extent().width * 0.98
+        if cut_note is not None:
+            width -= cut_note.get_window_extent().width
+        text = _wrapped(fig, "no solved session, not drawn: ", [short_label(s, 22) for s in unsolved], width,
+                        fontsize=8)
+        ax.text(0.01, 0.99, text, transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#555555",
+                in_layout=False)
 
 
 #: The columns reports.stats.headline reads (its METRICS).

@@ -737,7 +737,7 @@ def _plot_entries(data: ReportData) -> list[tuple[Plot, Png]]:
 
 
 def _session_count(data: ReportData) -> int:
-    return 0 if data.sessions.empty else len(data.sessions[stats.SESSION_KEY].drop_duplicates())
+    return 0 if data.sessions.empty else len(data.sessions[stats.SCRIPT_KEY].drop_duplicates())
 
 
 # The sections, in both formats --------------------------------------------------------------------------

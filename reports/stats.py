@@ -60,8 +60,6 @@ MIN_SUPPORT = 10
 #: The key of one session script across strategies (`harness.core.tables.SCRIPT_KEY`), as a list for pandas:
 #: paired comparisons join on it.
 SCRIPT_KEY = list(tables.SCRIPT_KEY)
-#: `SCRIPT_KEY` under the name the report modules read it by.
-SESSION_KEY = SCRIPT_KEY
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from reports.identical import identical_groups, merge_identical
-from reports.stats import DEFAULT_RESAMPLES, METRICS, SESSION_KEY, TOO_FEW, UNDEFINED, WILSON, headline
+from reports.stats import DEFAULT_RESAMPLES, METRICS, SCRIPT_KEY, TOO_FEW, UNDEFINED, WILSON, headline
 from reports.tables import WILSON_MARK, format_value, interval_notes, interval_text
 
 #: The metrics the summary prints, in the order a reader scans them; each is a key of METRICS. The cost
@@ -46,7 +46,7 @@ def summary_frame(sessions: pd.DataFrame) -> pd.DataFrame:
     """The :func:`reports.stats.headline` rows of :data:`SUMMARY_METRICS`, as the report computes them."""
     # Only what the printed metrics read (and the session key their streams order sessions by): a run of
     # 100,000 sessions has a million rows of 40-odd columns.
-    needed = {"strategy", "outcome", *SESSION_KEY} | {c for name in SUMMARY_METRICS for c in METRICS[name].columns}
+    needed = {"strategy", "outcome", *SCRIPT_KEY} | {c for name in SUMMARY_METRICS for c in METRICS[name].columns}
     sessions = sessions[[c for c in sessions.columns if c in needed]]
     return headline(sessions, metrics=SUMMARY_METRICS)
 

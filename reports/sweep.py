@@ -548,7 +548,7 @@ def swept_table(data: SweepData) -> Table:
     models = list(dict.fromkeys(variants["model"].astype(str)))
     rows.append([Cell("model profiles", css="name"), Cell(", ".join(models)), Cell(f"{len(models)} profiles")])
     rows.append([Cell("variants", css="name"), Cell(f"{len(variants)}"),
-                 Cell(f"{data.sessions[stats.SESSION_KEY].drop_duplicates().shape[0] if not data.sessions.empty else 0}"
+                 Cell(f"{data.sessions[stats.SCRIPT_KEY].drop_duplicates().shape[0] if not data.sessions.empty else 0}"
                       " sessions each")])
     return Table("swept-table", ["swept", "values", "size"], rows, numeric=False)
 
@@ -645,7 +645,7 @@ def _counts_line(data: SweepData) -> str:
 
 def _subtitle(data: SweepData) -> str:
     variants = _manifest_variants(data)
-    sessions = data.sessions[stats.SESSION_KEY].drop_duplicates().shape[0] if not data.sessions.empty else 0
+    sessions = data.sessions[stats.SCRIPT_KEY].drop_duplicates().shape[0] if not data.sessions.empty else 0
     return (f"{len(variants)} variants over {variants['model'].nunique()} model profiles, each replaying the same "
             f"{sessions} sessions; ranked by {METRICS.get(data.stability.metric, METRICS[SUCCESS]).label}.")
 

@@ -83,7 +83,7 @@ def _manifest_line(b: Bundle) -> str:
 
 
 def _n(b: Bundle, run: str) -> str:
-    return f"{b.sessions[run][stats.SESSION_KEY].drop_duplicates().shape[0]:,}"
+    return f"{b.sessions[run][stats.SCRIPT_KEY].drop_duplicates().shape[0]:,}"
 
 
 def render_document(b: Bundle, checks: Sequence[Check], seed_rows: Sequence[SeedRow], plots: dict[str, list[Path]],

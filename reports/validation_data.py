@@ -145,8 +145,8 @@ def paired_difference(b: Bundle, frame: pd.DataFrame, strategy: str, baseline: s
 
 def paired_columns(frame: pd.DataFrame, a: str, b: str, column: str) -> tuple[np.ndarray, np.ndarray]:
     """``column`` of strategy a and of strategy b over the sessions both ran, aligned."""
-    left = frame[frame["strategy"] == a].set_index(stats.SESSION_KEY)[column]
-    right = frame[frame["strategy"] == b].set_index(stats.SESSION_KEY)[column]
+    left = frame[frame["strategy"] == a].set_index(stats.SCRIPT_KEY)[column]
+    right = frame[frame["strategy"] == b].set_index(stats.SCRIPT_KEY)[column]
     common = left.index.intersection(right.index).sort_values()
     return left.loc[common].to_numpy(dtype=float), right.loc[common].to_numpy(dtype=float)
 

@@ -9,9 +9,9 @@ The other modules of this package are shared by the layers above and are not par
 switches), `harness.core.registry` (name registries with entry points), `harness.core.crn` (common
 random numbers), `harness.core.files` (atomic writes), `harness.core.output_paths` (where a command
 may write), `harness.core.rundir` (the run directory's files and its `Manifest`), `harness.core.tables`
-(the tables' outcome names, keys and columns) and
-`harness.core.suggest` (the "did you mean" of every error about an unknown name). Nothing here
-imports another project package.
+(the tables' outcome names, keys and columns), `harness.core.suggest` (the "did you mean" of every
+error about an unknown name) and `harness.core.errors` (the place and text of a pydantic error).
+Nothing here imports another project package.
 """
 
 from harness.core.context import Context, ContextOverflow, NoSummarizer, PayloadStore, Window

@@ -42,7 +42,7 @@ from harness.core.rundir import (
     file_sha256,
 )
 from harness.run.config import DEFAULT_PIPELINE, RunConfig
-from harness.run.runner import Progress
+from harness.run.progress import Progress
 from harness.run.traces import ImportedSession
 from harness.sim.accounting import CALL_FIELDS, account
 from strategies import create

@@ -990,6 +990,79 @@ def _captured_exporter_logs() -> Iterator[_ErrorCapture]:
             logger.propagate = propagate
 
 
+class _Sender:
+    """The batches of one export: the spans waiting for a batch, what was sent, failed or rejected, and,
+    once sending is pointless (`GIVE_UP_AFTER` failures in a row, or a refused connection), why."""
+
+    def __init__(self, exporter: SpanExporter, batch_size: int, capture: _ErrorCapture) -> None:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        self._exporter, self._batch_size, self._capture = exporter, batch_size, capture
+        self._success, self._failure = SpanExportResult.SUCCESS, SpanExportResult.FAILURE
+        self.pending: list[ReadableSpan] = []
+        self.batches = self.batches_failed = self.spans_sent = self.spans_failed = self.failed_in_a_row = 0
+        self.spans_rejected = self.unsent = 0
+        self.rejected_message = ""
+        self.given_up = ""  # why the rest is not sent, once it is not
+
+    def add(self, made: _SessionSpans) -> None:
+        """One session's spans: queued and sent in whole batches, or only counted once given up."""
+        if self.given_up:
+            self.unsent += 1 + made.chat + made.tools
+        else:
+            self.pending.extend(made.spans)
+        while not self.given_up and len(self.pending) >= self._batch_size:
+            self.flush()
+
+    def drain(self) -> None:
+        """Send what is left, unless given up."""
+        while self.pending and not self.given_up:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the next batch and count how it went."""
+        batch = self.pending[:self._batch_size]
+        del self.pending[:self._batch_size]
+        self.batches += 1
+        try:
+            result = self._exporter.export(batch)
+        # An exporter is told never to raise; one that does loses this batch, counted like any other.
+        except Exception as error:
+            self._capture.last = f"{type(error).__name__}: {' '.join(str(error).split())}"
+            result = self._failure
+        if result == self._success:
+            rejected = min(len(batch), max(0, int(getattr(self._exporter, "rejected", 0) or 0)))
+            if rejected:
+                self.spans_rejected += rejected
+                self.rejected_message = (str(getattr(self._exporter, "rejected_message", "") or "")
+                                         or self.rejected_message)
+            self.spans_sent += len(batch) - rejected
+            self.spans_failed += rejected
+            self.failed_in_a_row = 0
+        else:
+            self.spans_failed += len(batch)
+            self.batches_failed += 1
+            self.failed_in_a_row += 1
+            if getattr(self._exporter, "unreachable", False):
+                self.given_up = "the receiver refused the connection"
+            elif self.failed_in_a_row >= GIVE_UP_AFTER:
+                self.given_up = f"{GIVE_UP_AFTER} failed in a row"
+
+    def count_the_rest(self) -> str:
+        """Count the spans never sent once given up as failed batches; the note for the summary's error."""
+        if not self.given_up:
+            return ""
+        # The spans not sent would have made whole batches after the ones tried (the stream is cut in
+        # order), the last one short.
+        left = len(self.pending) + self.unsent
+        self.pending.clear()
+        skipped = -(-left // self._batch_size)
+        self.batches += skipped
+        self.batches_failed += skipped
+        self.spans_failed += left
+        return f" (the last {skipped} batches were not sent: {self.given_up})" if skipped else ""
+
+
 def export_run(run_dir: str | Path, exporter_or_config: ExporterConfig | SpanExporter, *,
                batch_size: int = BATCH_SIZE, progress: Callable[[int, int], None] | None = None) -> ExportSummary:
     """Export every session of the finished run in ``run_dir`` as one trace each (module docstring) to
@@ -1016,66 +1089,26 @@ def export_run(run_dir: str | Path, exporter_or_config: ExporterConfig | SpanExp
         exporter = exporter_or_config
         destination = type(exporter).__name__
         to_file = False
-    from opentelemetry.sdk.trace.export import SpanExportResult
-
     builder = _Builder(run)
     counts = {"invoke_agent": 0, "chat": 0, "execute_tool": 0}
-    span_events = batches = batches_failed = spans_sent = spans_failed = failed_in_a_row = 0
-    spans_rejected = unsent = 0
-    rejected_message = ""
-    given_up = ""  # why the rest is not sent, once it is not
-    pending: list[ReadableSpan] = []
+    span_events = 0
     total = len(run.sessions)
 
     with _captured_exporter_logs() as capture:
-        def flush() -> None:
-            nonlocal batches, batches_failed, spans_sent, spans_failed, failed_in_a_row, spans_rejected
-            nonlocal rejected_message, given_up
-            batch = pending[:batch_size]
-            del pending[:batch_size]
-            batches += 1
-            try:
-                result = exporter.export(batch)
-            # An exporter is told never to raise; one that does loses this batch, counted like any other.
-            except Exception as error:
-                capture.last = f"{type(error).__name__}: {' '.join(str(error).split())}"
-                result = SpanExportResult.FAILURE
-            if result == SpanExportResult.SUCCESS:
-                rejected = min(len(batch), max(0, int(getattr(exporter, "rejected", 0) or 0)))
-                if rejected:
-                    spans_rejected += rejected
-                    rejected_message = str(getattr(exporter, "rejected_message", "") or "") or rejected_message
-                spans_sent += len(batch) - rejected
-                spans_failed += rejected
-                failed_in_a_row = 0
-            else:
-                spans_failed += len(batch)
-                batches_failed += 1
-                failed_in_a_row += 1
-                if getattr(exporter, "unreachable", False):
-                    given_up = "the receiver refused the connection"
-                elif failed_in_a_row >= GIVE_UP_AFTER:
-                    given_up = f"{GIVE_UP_AFTER} failed in a row"
-
+        sender = _Sender(exporter, batch_size, capture)
         finished = False
         try:
             for done, row in enumerate(run.sessions.to_dict("records"), start=1):
                 # Once nothing more is sent, the rest is counted, not built: building is most of the time.
-                made = builder.count(row) if given_up else builder.session(row)
+                made = builder.count(row) if sender.given_up else builder.session(row)
                 counts["invoke_agent"] += 1
                 counts["chat"] += made.chat
                 counts["execute_tool"] += made.tools
                 span_events += made.events
-                if given_up:
-                    unsent += 1 + made.chat + made.tools
-                else:
-                    pending.extend(made.spans)
-                while not given_up and len(pending) >= batch_size:
-                    flush()
+                sender.add(made)
                 if progress is not None:
                     progress(done, total)
-            while pending and not given_up:
-                flush()
+            sender.drain()
             finished = True
         finally:
             if owned:
@@ -1086,24 +1119,15 @@ def export_run(run_dir: str | Path, exporter_or_config: ExporterConfig | SpanExp
                 else:
                     abandon()
         last_error = str(getattr(exporter, "error", "") or "") or capture.last
-        skipped = 0
-        if given_up:
-            # The spans not sent would have made whole batches after the ones tried (the stream is cut in
-            # order), the last one short.
-            left = len(pending) + unsent
-            pending.clear()
-            skipped = -(-left // batch_size)
-            batches += skipped
-            batches_failed += skipped
-            spans_failed += left
+        last_error += sender.count_the_rest()
         if owned and getattr(exporter, "lost", False):
             # The file could not be put in place at the end: nothing the export wrote is readable.
-            spans_failed, batches_failed, spans_sent = spans_failed + spans_sent, batches, 0
-        if skipped:
-            last_error += f" (the last {skipped} batches were not sent: {given_up})"
+            sender.spans_failed, sender.batches_failed, sender.spans_sent = (
+                sender.spans_failed + sender.spans_sent, sender.batches, 0)
 
     return ExportSummary(run_dir=Path(run_dir), destination=destination, traces=counts["invoke_agent"],
-                         spans_by_kind=counts, span_events=span_events, batches=batches,
-                         batches_failed=batches_failed, spans_sent=spans_sent, spans_failed=spans_failed,
-                         has_events=run.events is not None, last_error=last_error.strip(),
-                         spans_rejected=spans_rejected, rejected_message=rejected_message, to_file=to_file)
+                         spans_by_kind=counts, span_events=span_events, batches=sender.batches,
+                         batches_failed=sender.batches_failed, spans_sent=sender.spans_sent,
+                         spans_failed=sender.spans_failed, has_events=run.events is not None,
+                         last_error=last_error.strip(), spans_rejected=sender.spans_rejected,
+                         rejected_message=sender.rejected_message, to_file=to_file)

@@ -33,7 +33,7 @@ from harness.run.store import (
     writing_into,
 )
 
-__all__ = ["Progress", "run"]
+__all__ = ["run"]
 
 
 def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[int, int] | None = None,

@@ -63,12 +63,13 @@ from harness.core.context import Context, ContextOverflow, Window
 from harness.core.crn import u
 from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.switches import Switches
-from harness.core.tokens import default_tokenizer
+from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, default_tokenizer
 from harness.core.tools import CATALOGUE, ContractError, registry_for
 from harness.sim.agent import AgentState
 from harness.sim.billing import Billing, ModelCall, PromptCache
 from harness.sim.clock import SimClock
 from harness.sim.events import EventLog
+from harness.sim.fact_lines import fact_lines, parse_fact_lines
 from harness.sim.loops import Event, StuckDetector
 from harness.sim.memory import LoadedMemory, MemoryStore
 from harness.sim.metrics import (
@@ -311,7 +312,7 @@ class Replay:
 
     def _graded(self, agent: AgentState) -> Outcome:
         """The final answer succeeds when it states every final fact's true value."""
-        stated = _final_values(agent.ctx.messages[-1])
+        stated = parse_fact_lines(agent.ctx.messages[-1].text)
         truth = self.model.truth
         return "success" if all(stated.get(k) == truth[k] for k in self.script.final_facts) else "wrong_answer"
 
@@ -350,7 +351,8 @@ class Replay:
         touched, freed = self._sending(agent)
         self._bill(agent.agent_cache, ModelCall(
             agent=agent.name, kind="agent", window=window, touched=touched, prompt_tokens=prompt,
-            output_tokens=reply.tokens - 4, step_id=agent.pointer.step_id, attempt=agent.pointer.attempt,
+            output_tokens=reply.tokens - MESSAGE_OVERHEAD_TOKENS, step_id=agent.pointer.step_id,
+            attempt=agent.pointer.attempt,
             action=decision.call.purpose if decision.call else decision.kind,
             malformed=decision.malformed or ("resent_malformed" if checked is not None else ""),
             trace=decision.trace, noise=window.raw_tokens / prompt, tokens_freed=freed,
@@ -529,7 +531,7 @@ class Replay:
         prompt = self._fit(agent)
         self._admit("handoff", "handoff", 0, prompt)
         values, trace = self.model.handover(agent.ctx, agent.pointer, handoff.carries)
-        lines = "\n".join(f"- {k}: {v}" for k, v in values.items())
+        lines = fact_lines(values)
         text = (f"Hand-over from {handoff.from_agent} to {handoff.to_agent}.\nTask: {self.script.task.text}\n"
                 f"Findings so far:\n{lines}")
         message = Message.build("user", [Text(text)], kind="task", meter=self.meter)
@@ -541,7 +543,8 @@ class Replay:
         touched, freed = self._sending(agent)
         self._bill(agent.agent_cache, ModelCall(
             agent=agent.name, kind="handoff", window=window, touched=touched, prompt_tokens=prompt,
-            output_tokens=message.tokens - 4, step_id="handoff", attempt=0, action="handoff", trace=trace,
+            output_tokens=message.tokens - MESSAGE_OVERHEAD_TOKENS, step_id="handoff", attempt=0, action="handoff",
+            trace=trace,
             noise=window.raw_tokens / prompt, tokens_freed=freed,
         ))
         return message
@@ -870,16 +873,6 @@ def _window(messages: list[Message], touched: int | None, tokens: int, raw_token
 def _meter(scanner: FactScanner) -> TextMeter:
     """A saved meter with this process's default tokenizer."""
     return TextMeter(default_tokenizer(), scanner)
-
-
-def _final_values(message: Message) -> dict[str, str]:
-    """The ``- key: value`` lines of a final answer."""
-    values: dict[str, str] = {}
-    for line in message.text.splitlines():
-        if line.startswith("- ") and ": " in line:
-            key, value = line[2:].split(": ", 1)
-            values[key] = value
-    return values
 
 
 def replay(script: SessionScript, strategy: ContextStrategy | str, profile: Profile | str = "frontier", *,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.core.tables import MEMORY_BUDGET_CHARS
+from harness.sim.fact_lines import fact_line, parse_fact_line
 
 __all__ = ["MEMORY_BUDGET_CHARS", "TRUNCATED_MARKER", "LoadedMemory", "MemoryStore"]
 
@@ -41,7 +42,7 @@ class MemoryStore:
     def remember(self, key: str, value: str) -> MemoryStore:
         """The store with ``- key: value`` in the project layer: the key's line updated in place, or
         appended when the key has none."""
-        prefix = f"- {key}: "
+        prefix = fact_line(key, "")
         lines = self.project.splitlines()
         line = prefix + value
         for i, old in enumerate(lines):
@@ -70,7 +71,7 @@ class MemoryStore:
         text = block(kept, start > 0) if kept or start == 0 else block([], True)
         facts: dict[str, str] = {}
         for line in kept:
-            if line.startswith("- ") and ": " in line:
-                key, value = line[2:].split(": ", 1)
-                facts[key] = value  # a later line (the project layer) wins over an earlier one
+            parsed = parse_fact_line(line)
+            if parsed is not None:
+                facts[parsed[0]] = parsed[1]  # a later line (the project layer) wins over an earlier one
         return LoadedMemory(text, start > 0, facts)

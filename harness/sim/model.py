@@ -21,6 +21,7 @@ from harness.core.messages import KINDS, ErrorInfo, Message, Text, ToolUse, pars
 from harness.core.stubs import parse_stub
 from harness.core.tokens import Tokenizer, default_tokenizer
 from harness.core.tools import required_args
+from harness.sim.fact_lines import fact_line, fact_lines
 from harness.sim.profiles import Profile
 from scenarios.base import LITERAL_PREFIX, SessionScript, Step
 from scenarios.draws import BASE32
@@ -480,7 +481,7 @@ class MockModel:
                 return self._emit(ctx, pointer, r.action, r.branch, trace, syntax=True)
             assert r.value is not None
             values[key] = r.value
-        lines = "\n".join(f"- {k}: {v}" for k, v in values.items())
+        lines = fact_lines(values)
         return Decision("final", None, f"FINAL ANSWER\n{lines}", "final", trace=tuple(trace))
 
     def handover(
@@ -529,7 +530,7 @@ class MockModel:
         used = count("\n".join(lines))
         written: list[str] = []
         for key in goals + others:
-            line = f"- {key}: {self.truth[key]}"
+            line = fact_line(key, self.truth[key])
             cost = count(line) + 1
             if used + cost > budget:
                 break
