@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harness.cli.errors import UsageError
+from harness.core.shard import Shard, ShardError
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -69,20 +69,14 @@ def names(text: str | None, flag: str) -> list[str] | None:
     return listed
 
 
-#: ``--shard K/N``: ASCII digits only (``str.isdigit`` also takes superscripts, which ``int`` refuses), and
-#: few enough of them for a 64-bit count (``int`` refuses a number of thousands of digits).
-SHARD = re.compile(r"([0-9]{1,18})/([0-9]{1,18})")
-
-
-def shard(text: str | None) -> tuple[int, int] | None:
-    """``--shard K/N`` as (K, N); UsageError unless K and N are decimal numbers with 1 <= K <= N."""
+def shard(text: str | None) -> Shard | None:
+    """``--shard K/N`` as a `Shard`; UsageError unless K and N are decimal numbers with 1 <= K <= N."""
     if text is None:
         return None
-    match = SHARD.fullmatch(text)
-    if match is None or not 1 <= int(match[1]) <= int(match[2]):
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        raise UsageError(f"--shard: expected K/N with 1 <= K <= N, got {shown!r} (K and N written with the digits 0-9)")
-    return int(match[1]), int(match[2])
+    try:
+        return Shard.parse(text)
+    except ShardError as e:
+        raise UsageError(str(e)) from None
 
 
 def output_path(path: str | Path, *, flag: str, directory: bool) -> Path:

@@ -43,14 +43,14 @@ def execute(config: RunConfig, args: argparse.Namespace, *, default_stem: str) -
     when sessions failed with outcome 'error'. The run directory defaults to runs/<config stem>."""
     from harness.run.runner import run
 
-    shard_k_n = shard(args.shard)
+    slice_ = shard(args.shard)
     stem = Path(args.config).stem if args.config else default_stem
-    default_name = stem if shard_k_n is None else f"{stem}-shard{shard_k_n[0]}of{shard_k_n[1]}"
+    default_name = stem if slice_ is None else f"{stem}-shard{slice_.index}of{slice_.count}"
     # Checked before any work: a file, a dangling link, a folder that cannot be written in, a name too long.
     out = output_path(args.out if args.out else Path("runs") / default_name, flag="--out", directory=True)
     # An exporter that cannot be configured stops the command here, before any session replays.
     otel = check_exporter_config(args.otel, run_dir=out) if getattr(args, "otel", None) else None
-    summary = run(config, out, resume=not args.no_resume, shard=shard_k_n, quiet=args.quiet, notify=print_note)
+    summary = run(config, out, resume=not args.no_resume, shard=slice_, quiet=args.quiet, notify=print_note)
     if not args.quiet and not args.json:
         total = len(summary.sessions)
         print(f"ctxbench run: {out} ({total} session rows, {summary.batches_run} batches run, "

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.shard import Shard
 from harness.core.switches import Switches
 from harness.run.config import RunConfig
 
@@ -57,12 +58,11 @@ def plan(config: RunConfig) -> list[Batch]:
     return batches
 
 
-def shard_of(batches: Sequence[Batch], shard: tuple[int, int] | None) -> list[Batch]:
-    """The deterministic slice K/N (1-based K): every N-th batch starting at K."""
+def shard_of(batches: Sequence[Batch], shard: Shard | None) -> list[Batch]:
+    """The batches ``shard`` runs (`Shard.select`); every batch for a whole run (None)."""
     if shard is None:
         return list(batches)
-    k, n = shard
-    return [b for i, b in enumerate(batches) if i % n == k - 1]
+    return shard.select(batches)
 
 
 @dataclass(frozen=True, slots=True)

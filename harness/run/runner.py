@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.core.rundir import MANIFEST_FILE, PARTS_DIR, SESSIONS_TABLE
+from harness.core.shard import Shard
 from harness.run.config import RunConfig
 from harness.run.executors import EXECUTORS, check_executor, check_scheduler
 from harness.run.plan import make_task, plan, shard_of
@@ -36,12 +37,15 @@ from harness.run.store import (
 __all__ = ["run"]
 
 
-def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: tuple[int, int] | None = None,
+def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: Shard | tuple[int, int] | None = None,
         quiet: bool = False, notify: Callable[[str], None] | None = None, keep_parts: bool = False) -> RunSummary:
     """Run (or resume) ``config`` into ``out_dir`` and write its tables; the library form of
     ``ctxbench run``. ``notify`` hears what a resume repaired (a damaged part replayed, tables
     rebuilt); RunError, with the directory unchanged, for what it refuses. The parts are removed once
-    the tables are written and checked, unless ``keep_parts``."""
+    the tables are written and checked, unless ``keep_parts``. ``shard`` is a `Shard` or the pair (K, N),
+    which library callers may find the shorter to write."""
+    if isinstance(shard, tuple):
+        shard = Shard(*shard)
     started_wall = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     tell = notify or (lambda _: None)

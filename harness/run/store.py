@@ -53,6 +53,7 @@ from harness.core.rundir import (
     TableCheckError,
     verify_tables,
 )
+from harness.core.shard import Shard
 from harness.run.config import RunConfig, first_error
 from harness.run.parts import EventLines, Part, PartError, PartProblem, encode_part, read_part
 from harness.run.plan import Batch, plan, shard_of
@@ -699,7 +700,7 @@ def _git_sha() -> str | None:
 
 
 def write_tables(out_dir: Path, config: RunConfig, source: BatchSource, *, batches: int, started: str,
-                 shard: tuple[int, int] | None, merged_from: list[str] | None = None) -> pd.DataFrame:
+                 shard: Shard | None, merged_from: list[str] | None = None) -> pd.DataFrame:
     """Write the rows of ``source``'s ``batches`` batches as ``sessions.parquet``, ``calls.parquet`` and,
     when the config keeps the event log, ``events.parquet``, then, last, ``manifest.json`` with their
     checksums; the sessions table.
@@ -724,7 +725,7 @@ def write_tables(out_dir: Path, config: RunConfig, source: BatchSource, *, batch
         platform=platform.platform(),
         root_seed=config.seed,
         config_hash=config.config_hash(),
-        shard=None if shard is None else f"{shard[0]}/{shard[1]}",
+        shard=None if shard is None else str(shard),
         strategies=config.resolved()["strategies"],
         variants=[{"label": v.label, "name": v.entry.name} | v.tags() for v in config.variants()],
         scenarios=config.resolved()["scenarios"],
@@ -791,13 +792,13 @@ def check_own_files(out_dir: Path) -> None:
             raise RunError(f"{path}: not a file (the run writes its {name} there); move it out of the way")
 
 
-def check_shard_fits(out_dir: Path, config: RunConfig, shard: tuple[int, int] | None) -> None:
+def check_shard_fits(out_dir: Path, config: RunConfig, shard: Shard | None) -> None:
     """A shard run writes into a directory of its own shard: RunError when ``out_dir`` holds batches
     of other shards (a whole run, a merge, another shard: in its parts or its finished tables), which
     it would replace with a slice. A whole run may complete a shard's directory."""
     if shard is None:
         return
-    wanted = f"{shard[0]}/{shard[1]}"
+    wanted = str(shard)
     try:
         manifest: Manifest | None = Manifest.read(out_dir)
     except (OSError, ValueError):
@@ -852,7 +853,7 @@ def _toml_safe(value: Any) -> Any:
     return value
 
 
-def tables_are_current(out_dir: Path, config: RunConfig, shard: tuple[int, int] | None) -> bool:
+def tables_are_current(out_dir: Path, config: RunConfig, shard: Shard | None) -> bool:
     """The tables hold every batch of this (shard of the) run and are unchanged since they were
     written: the manifest, written last, names this config, shard and batch count, and the tables'
     sha256 match it. A complete merge counts as the whole run."""
@@ -861,7 +862,7 @@ def tables_are_current(out_dir: Path, config: RunConfig, shard: tuple[int, int] 
     except (OSError, ValueError):
         return False
     if (manifest.config_hash != config.config_hash()
-            or manifest.shard != (None if shard is None else f"{shard[0]}/{shard[1]}")
+            or manifest.shard != (None if shard is None else str(shard))
             or manifest.batches != len(shard_of(plan(config), shard))):
         return False
     if not {SESSIONS_TABLE, CALLS_TABLE, *([EVENTS_TABLE] if config.events else [])} <= set(manifest.sha256):
@@ -894,20 +895,14 @@ def compact_parts(out_dir: Path, config: RunConfig) -> None:
         parts_dir.rmdir()
 
 
-def _shard_spec(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    k, _, n = text.partition("/")
-    return int(k), int(n)
-
-
 def _finished_batches(run_dir: Path, config: RunConfig) -> list[str] | None:
     """The batches whose rows a finished run directory's tables hold; None when it is not finished
     (then its parts are what it holds). RunError naming the table when the manifest claims tables that
     do not check against it, or the directory is a partial merge."""
     try:
         manifest = Manifest.read(run_dir)
-        shard = _shard_spec(manifest.shard)
+        # A shard that does not read (ShardError is a ValueError) is a manifest this version did not write.
+        shard = None if manifest.shard is None else Shard.parse(manifest.shard)
     except (OSError, ValueError):
         return None
     if manifest.config_hash != config.config_hash() or manifest.batches is None:

@@ -21,6 +21,7 @@ import scenarios
 from harness.cli import main as cli_main
 from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE
 from harness.core.rundir import MANIFEST_FILE as MANIFEST
+from harness.core.shard import Shard
 from harness.run.config import RunConfig
 from harness.run.plan import Batch, allocate, plan, shard_of
 from harness.run.runner import run
@@ -147,7 +148,7 @@ def test_plan_is_the_same_for_every_executor_and_job_count() -> None:
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
 def test_shard_slices_partition_the_batches_in_order(n: int) -> None:
     batches = plan(tiny(sessions=40, batch_size=3))
-    shards = [shard_of(batches, (k, n)) for k in range(1, n + 1)]
+    shards = [shard_of(batches, Shard(k, n)) for k in range(1, n + 1)]
     joined: list[Batch] = [b for s in shards for b in s]
     assert sorted(joined, key=lambda b: b.id) == batches
     assert len({b.id for b in joined}) == len(batches)
@@ -159,7 +160,7 @@ def test_shard_slices_partition_the_batches_in_order(n: int) -> None:
 def test_shard_none_is_every_batch() -> None:
     batches = plan(tiny())
     assert shard_of(batches, None) == batches
-    assert shard_of(batches, (1, 1)) == batches
+    assert shard_of(batches, Shard(1, 1)) == batches
 
 
 # The run directory -------------------------------------------------------------------------------------
@@ -324,8 +325,8 @@ def test_dask_local_cluster_tables_are_byte_identical_to_the_serial_run(tmp_path
 
 def test_two_shards_merged_are_byte_identical_to_the_unsharded_run(tmp_path: Path, reference: Path) -> None:
     one, two, merged = tmp_path / "shard1", tmp_path / "shard2", tmp_path / "merged"
-    first = run(tiny(), one, shard=(1, 2), quiet=True)
-    second = run(tiny(executor="process", jobs=2), two, shard=(2, 2), quiet=True)
+    first = run(tiny(), one, shard=Shard(1, 2), quiet=True)
+    second = run(tiny(executor="process", jobs=2), two, shard=Shard(2, 2), quiet=True)
     batches = plan(tiny())
     assert first.batches_run + second.batches_run == len(batches)
     assert len(first.sessions) + len(second.sessions) == 10 * len(LABELS)
@@ -341,8 +342,8 @@ def test_two_shards_merged_are_byte_identical_to_the_unsharded_run(tmp_path: Pat
 
 def test_merge_refuses_shards_of_different_configs_and_creates_nothing(tmp_path: Path) -> None:
     one, two, merged = tmp_path / "a", tmp_path / "b", tmp_path / "merged"
-    run(tiny(sessions=3), one, shard=(1, 2), quiet=True)
-    run(tiny(sessions=3, seed=99), two, shard=(2, 2), quiet=True)
+    run(tiny(sessions=3), one, shard=Shard(1, 2), quiet=True)
+    run(tiny(sessions=3, seed=99), two, shard=Shard(2, 2), quiet=True)
     with pytest.raises(RunError, match="different configs"):
         merge(merged, [one, two])
     assert not merged.exists()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.files import lock_directory
+from harness.core.shard import Shard
 from harness.run.config import RunConfig
 from harness.run.parts import PART_FORMAT, PartError, PartProblem, read_part
 from harness.run.plan import plan
@@ -317,8 +318,8 @@ def test_read_part_says_whether_a_problem_can_be_replayed(interrupted: Path, tmp
 def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("shards")
     one, two = base / "one", base / "two"
-    run(tiny(), one, shard=(1, 2), quiet=True)
-    run(tiny(), two, shard=(2, 2), quiet=True)
+    run(tiny(), one, shard=Shard(1, 2), quiet=True)
+    run(tiny(), two, shard=Shard(2, 2), quiet=True)
     return one, two
 
 
@@ -347,7 +348,7 @@ def unfinished_shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, P
     """The two shards stopped before their tables: parts only."""
     base = tmp_path_factory.mktemp("unfinished")
     one, two = base / "one", base / "two"
-    for out, shard in ((one, (1, 2)), (two, (2, 2))):
+    for out, shard in ((one, Shard(1, 2)), (two, Shard(2, 2))):
         run(tiny(), out, shard=shard, quiet=True, keep_parts=True)
         for name in ("manifest.json", *TABLES):
             (out / name).unlink()
@@ -427,9 +428,9 @@ def test_merge_refuses_its_output_as_an_input(tmp_path: Path, shards: tuple[Path
         merge(shards[0], [shards[0], shards[1]])
 
 
-@pytest.mark.parametrize("shard", [(1, 2), (2, 2)])
+@pytest.mark.parametrize("shard", [Shard(1, 2), Shard(2, 2)])
 def test_a_shard_run_into_a_whole_run_is_refused_and_the_tables_stay(tmp_path: Path, reference: Path,
-                                                                     shard: tuple[int, int]) -> None:
+                                                                     shard: Shard) -> None:
     out = copy_of(reference, tmp_path)
     before = snapshot(out)
     with pytest.raises(RunError, match="holds the whole run, not shard"):
