@@ -311,7 +311,8 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     plots_note = ""
     pending = None
     if plots_dir is not None:
-        from reports.plots import PLOT_NAMES, PLOTS_WITHOUT_STATISTICS, PendingPlots, draw_plots
+        from reports.plot_child import PendingPlots
+        from reports.plots import PLOT_NAMES, PLOTS_WITHOUT_STATISTICS, draw_plots
 
         calls = merge_identical(run.calls(CALL_COLUMNS, optional=OPTIONAL_CALL_COLUMNS), identical)
         plot_sessions, shown = sessions, None
@@ -319,7 +320,7 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
             shown, plots_note = report_plot_variants(sessions, manifest)
             plot_sessions = _only(sessions, shown)
             calls = _only(calls, shown) if "strategy" in calls.columns else calls
-        # Drawn by a child process while the statistics are computed here (reports.plots.PendingPlots).
+        # Drawn by a child process while the statistics are computed here (reports.plot_child.PendingPlots).
         pending = PendingPlots(partial(draw_plots, plot_sessions, calls, names=PLOTS_WITHOUT_STATISTICS))
     say(f"bootstrap intervals of {len(sessions):,} session rows x {len(stats.METRICS)} metrics")
     head = stats.headline(sessions)

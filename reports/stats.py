@@ -195,7 +195,7 @@ BLOCK_INDICES = 1 << 17
 #: partitions, and every stream has its own generator, so the threads change nothing but the time taken
 #: (on the 2-core dev machine, two threads ran numpy work in half the time of one while a core was free,
 #: and in the same time while other work kept both busy). 1 turns the threads off, and with them the
-#: child process that draws the report's plots meanwhile (reports.plots.PendingPlots).
+#: child process that draws the report's plots meanwhile (reports.plot_child.PendingPlots).
 WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 

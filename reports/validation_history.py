@@ -1,10 +1,15 @@
 """What moved since the previous published document: its figures for the seed article and the sweep,
-kept here as data (copied from docs/validation.md as generated at git 96cf1ee86859, the run before the
-mock model's v2 changes), set beside this run's, with the model changes between the two that can move
-them. The comparison is computed; only the previous figures and the list of changes are written by hand.
+kept as data in ``reports/validation_history.json`` (copied from docs/validation.md as generated at the
+commit the file names, the run before the mock model's v2 changes), set beside this run's, with the model
+changes between the two that can move them. The comparison is computed; only the previous figures and the
+list of changes are written by hand.
 """
 
 from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,52 +20,27 @@ from reports.tables import format_relative
 from reports.validation_data import Bundle, num, pct, pp
 from reports.validation_seed_article import SeedRow
 
+#: The history's file name, inside the ``reports`` package. Unlike the verdicts record it is not optional:
+#: the document's history section cannot be written without it, so a missing file fails on import.
+HISTORY_FILE = "validation_history.json"
+_HISTORY: dict[str, Any] = json.loads(resources.files("reports").joinpath(HISTORY_FILE).read_text(encoding="utf-8"))
+
 #: The previous document's run.
-PREVIOUS_COMMIT = "96cf1ee86859"
+PREVIOUS_COMMIT: str = _HISTORY["previous_commit"]
 #: The mock-model changes between that run and this one (docs/model.md 2.1, 2.2, 3.2 and 11), each with the
 #: figures it can move. A "what moved" line names the candidates; the loop shapes show which acted.
-CHANGES = (
-    "literal and latent recall: most look-ups now use the profile's RULER-fitted literal curve, which decays "
-    "far more slowly than the NoLiMa-fitted one all look-ups used before (fewer failed recalls, so fewer "
-    "re-fetches, re-fetch loops and wrong values in long contexts)",
-    "errors that name a value ban it whatever their format, and a followed nudge yields a new wrong value (plain "
-    "errors no longer let the agent resend a value the error named)",
-    "a 30,000-character cap on every tool output (the runtime switch `output_cap_chars`): the heavy tail of ops "
-    "payloads is cut, so fewer raw histories overflow",
-    "the summary in the Complexity Trap strategies keeps the task (`pin_first = 1`)",
-)
+CHANGES: tuple[str, ...] = tuple(_HISTORY["changes"])
 #: The previous run's seed-article figures (examples/seed-article.toml, frontier, 5,000 sessions): metric
 #: -> (A, B), as the document printed them.
 PREVIOUS_SEED: dict[str, tuple[float, float]] = {
-    "context tokens (mean per agent call)": (29_669, 6_222),
-    "tool-syntax error rate (emitted / tool calls)": (0.013, 0.008),
-    "loop rate": (0.121, 0.000),
-    "latency (mean simulated s per agent turn)": (6.2, 5.4),
-    "success rate": (0.747, 0.956),
-    "cost per session (USD)": (1.625, 0.523),
+    metric: (a, b) for metric, (a, b) in _HISTORY["previous_seed"].items()
 }
 #: The previous run's sweep (examples/sweep.toml, 200 sessions): success per variant under frontier,
 #: mid, small and stress-2023.
-PREVIOUS_SWEEP_MODELS = ("frontier", "mid", "small", "stress-2023")
+PREVIOUS_SWEEP_MODELS: tuple[str, ...] = tuple(_HISTORY["previous_sweep_models"])
 PREVIOUS_SWEEP: dict[str, tuple[float, float, float, float]] = {
-    "pipeline": (0.850, 0.725, 0.170, 0.125),
-    "offload_contracts[offload_threshold_bytes=512]": (0.830, 0.705, 0.220, 0.070),
-    "hybrid": (0.790, 0.385, 0.080, 0.005),
-    "observation_masking": (0.780, 0.365, 0.055, 0.000),
-    "offload_contracts[offload_threshold_bytes=2048]": (0.775, 0.565, 0.130, 0.060),
-    "condense": (0.750, 0.210, 0.030, 0.015),
-    "summarize[summary_ratio=0.8]": (0.745, 0.185, 0.030, 0.005),
-    "summarize[summary_ratio=0.4]": (0.735, 0.180, 0.030, 0.000),
-    "sliding_window[window_size=80]": (0.730, 0.210, 0.030, 0.000),
-    "summarize[summary_ratio=0.2]": (0.730, 0.175, 0.030, 0.000),
-    "summarize[summary_ratio=0.1]": (0.720, 0.170, 0.030, 0.000),
-    "truncate_then_slide": (0.690, 0.310, 0.040, 0.000),
-    "sliding_window[window_size=40]": (0.680, 0.295, 0.040, 0.000),
-    "offload_contracts[offload_threshold_bytes=8192]": (0.585, 0.380, 0.065, 0.055),
-    "sliding_window[window_size=20]": (0.535, 0.205, 0.030, 0.000),
-    "offload_contracts[offload_threshold_bytes=16384]": (0.455, 0.270, 0.055, 0.055),
-    "unbounded": (0.455, 0.120, 0.030, 0.000),
-    "sliding_window[window_size=10]": (0.325, 0.165, 0.005, 0.000),
+    variant: (frontier, mid, small, stress)
+    for variant, (frontier, mid, small, stress) in _HISTORY["previous_sweep"].items()
 }
 #: A sweep cell "moved" when its success changed by more than this (about two binomial standard errors
 #: of a difference of two 200-session rates near 50%, J).
