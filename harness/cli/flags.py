@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harness.cli.errors import UsageError
-from harness.core.shard import Shard, ShardError
 
 if TYPE_CHECKING:
+    from harness.core.shard import Shard
     from harness.run.config import RunConfig
 
 #: What ``add_subparsers`` returns: each subcommand module adds its parser to it.
@@ -73,6 +73,9 @@ def shard(text: str | None) -> Shard | None:
     """``--shard K/N`` as a `Shard`; UsageError unless K and N are decimal numbers with 1 <= K <= N."""
     if text is None:
         return None
+    # Imported here: building the parser (`ctxbench --help`) loads no library module.
+    from harness.core.shard import Shard, ShardError
+
     try:
         return Shard.parse(text)
     except ShardError as e:
