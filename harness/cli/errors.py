@@ -26,7 +26,7 @@ BUG_EXIT = 1
 
 #: Library errors whose message is already one line for the user (module, class). Looked up only once
 #: their module is loaded: none can be raised before, and `ctxbench --help` stays free of the imports.
-LIBRARY_USAGE_ERRORS = (("harness.run.config", "ConfigError"), ("harness.run.store", "RunError"),
+LIBRARY_USAGE_ERRORS = (("harness.run.config", "ConfigError"), ("harness.run.directory", "RunError"),
                         ("reports.inputs", "ReportInputError"), ("harness.run.traces", "TraceError"),
                         ("harness.run.fitting", "FitError"), ("harness.core.registry", "PluginError"))
 

@@ -29,6 +29,16 @@ def add_quiet(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--quiet", action="store_true", help=help)
 
 
+def add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    """``--jobs``, ``--executor`` and ``--scheduler``: where the batches of a run (`run`, `sweep`, `replay`)
+    are worked on."""
+    parser.add_argument("--jobs", type=int, help="worker processes (0 = one per CPU)")
+    parser.add_argument("--executor", choices=["serial", "process", "dask"],
+                        help="where batches run: serial (this process), process (local worker processes) or dask "
+                             "(--scheduler's cluster, else a local one); never changes the tables")
+    parser.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://HOST:8786")
+
+
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The flags `run` and `sweep` share: what to run, where, and how to print it."""
     parser.add_argument("--sessions", type=int,
@@ -40,11 +50,7 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model profile name (`ctxbench list models`; replaces the config's)")
     parser.add_argument("--seed", type=int, help="root seed of the sessions (replaces the config's): the same seed "
                                                  "gives the same sessions and tables")
-    parser.add_argument("--jobs", type=int, help="worker processes (0 = one per CPU)")
-    parser.add_argument("--executor", choices=["serial", "process", "dask"],
-                        help="where batches run: serial (this process), process (local worker processes) or dask "
-                             "(--scheduler's cluster, else a local one); never changes the tables")
-    parser.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://HOST:8786")
+    add_executor_flags(parser)
     parser.add_argument("--shard", help="run the deterministic slice K/N of the batches (join the N shard "
                                         "directories with `ctxbench merge`)")
     parser.add_argument("--out", help="run directory (default: runs/<config name>)")

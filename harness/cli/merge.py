@@ -1,4 +1,4 @@
-"""``ctxbench merge``: join shard run directories into one run directory (`harness.run.store.merge`),
+"""``ctxbench merge``: join shard run directories into one run directory (`harness.run.merge.merge`),
 print its summary and write its report, as ``ctxbench run`` does.
 """
 
@@ -33,7 +33,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Merge the shards; 1 when sessions of the merged run failed with outcome 'error'."""
-    from harness.run.store import merge
+    from harness.run.merge import merge
 
     for d in args.runs:
         if not Path(d).is_dir():

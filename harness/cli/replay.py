@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, add_quiet, names
+from harness.cli.flags import Subparsers, add_executor_flags, add_quiet, names
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -27,8 +27,9 @@ def add_parser(subparsers: Subparsers) -> None:
         description="Read recorded agent sessions (trace files) and replay each under every strategy with exact "
                     "token accounting: no simulated model, the recorded calls' contexts as each strategy would "
                     "have shaped them. Writes a run directory (sessions, calls and hidden-output tables) and its "
-                    "report, and prints their paths. Exit 0; 2 when a trace, the config or a flag is wrong (one "
-                    "line on stderr).")
+                    "report, and prints their paths. Like a run, it resumes a directory an interrupted replay of the "
+                    "same traces and config left, and refuses one of another config. Exit 0; 2 when a trace, the "
+                    "config, the directory or a flag is wrong (one line on stderr).")
     replay.add_argument("traces", nargs="+", metavar="TRACE",
                         help="trace files or session directories (a directory of traces is read whole)")
     replay.add_argument("--format", default=None,
@@ -41,6 +42,8 @@ def add_parser(subparsers: Subparsers) -> None:
     replay.add_argument("--model", help="model profile: window, prices and cache rules (default: the config's)")
     replay.add_argument("--out", help="run directory to create (default: runs/replay-<trace's name> for one "
                                       "trace, runs/replay for several)")
+    add_executor_flags(replay)
+    replay.add_argument("--no-resume", action="store_true", help="refuse to reuse an existing run directory")
     add_quiet(replay, "no progress on stderr")
     replay.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
     replay.set_defaults(func=handle)
@@ -50,11 +53,12 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
     """The strategies and profile to replay under: ``--config``'s (selected by ``--strategies``), else
     `harness.run.accounting.replay_entries` (every registered strategy; ``--strategies`` picks among them)."""
     from harness.run.accounting import replay_entries
-    from harness.run.config import config_from_data, load_config
+    from harness.run.config import check_override, config_from_data, load_config
 
     wanted = names(args.strategies, "--strategies")
+    where = {"jobs": args.jobs, "executor": args.executor, "scheduler": args.scheduler}
     if args.config is not None:
-        config = load_config(args.config, model=args.model)
+        config = load_config(args.config, model=args.model, **where)
         return config.select(wanted, None, source=args.config)
     entries = replay_entries()
     if wanted is not None:
@@ -69,7 +73,11 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
     data: dict[str, object] = {"strategies": entries}
     if args.model is not None:
         data["model"] = args.model
-    return config_from_data(data, "--model" if args.model else None)
+    config = config_from_data(data, "--model" if args.model else None)
+    given = {key: value for key, value in where.items() if value is not None}
+    for key, value in given.items():
+        check_override(key, value)
+    return config.model_copy(update=given)
 
 
 #: The longest trace name (UTF-8 bytes) the default run directory's name takes in: a file system allows 255.
@@ -89,24 +97,20 @@ def default_out(paths: Sequence[Path]) -> Path:
 
 
 def check_out(out: Path) -> None:
-    """UsageError unless ``out`` can become the run directory: it can be made (`check_output_path`) and is
-    absent or an empty directory."""
+    """UsageError unless ``out`` can become the run directory (`check_output_path`); what it holds is the
+    run directory's to judge (`harness.run.directory.RunDirectory.prepare`)."""
     from harness.core.output_paths import OutputPathError, check_output_path
 
     try:
         check_output_path(out, flag="--out", directory=True)
-        taken = out.is_dir() and any(out.iterdir())
     except OutputPathError as e:
         raise UsageError(str(e)) from None
-    except OSError as e:  # a folder that cannot be listed
-        raise UsageError(f"--out: {out} cannot be used ({e.strerror or e})") from None
-    if taken:
-        raise UsageError(f"--out: {out}: already exists and is not an empty directory (choose another --out)")
 
 
 def handle(args: argparse.Namespace) -> int:
     """Read the traces, replay them, write the run directory and its report; the paths on stdout."""
-    from harness.run.accounting import AccountingError, replay_traces
+    from harness.cli.run import print_note
+    from harness.run.accounting import replay_traces
     from harness.run.traces import FORMATS, load_traces
 
     if args.format is not None and args.format not in FORMATS:
@@ -121,10 +125,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.traces[0]}: no sessions found in the traces given")
     for note in notes:
         print(f"ctxbench: note: {note}", file=sys.stderr)
-    try:
-        summary = replay_traces(sessions, config, out, quiet=args.quiet)
-    except AccountingError as e:
-        raise UsageError(f"--out: {e}") from None
+    summary = replay_traces(sessions, config, out, quiet=args.quiet, resume=not args.no_resume, notify=print_note)
     print(f"ctxbench replay: {out} ({summary.sessions} recorded sessions x {len(summary.strategies)} strategies, "
           f"{summary.rows['calls.parquet']} calls; {summary.wall_s:.1f} s)")
     if not args.no_report:

@@ -16,7 +16,7 @@ from harness.cli.flags import Subparsers, add_run_flags, load_run_config, output
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
-    from harness.run.store import RunSummary
+    from harness.run.directory import RunSummary
 
 
 def add_parser(subparsers: Subparsers) -> None:

@@ -1,54 +1,49 @@
 """Accounting runs: recorded sessions (`harness.run.traces`) replayed under every strategy of a config by
 `harness.sim.accounting.account`, written as an ordinary run directory the reports read.
 
+An accounting run is a run like a simulated one (`harness.run.runner.execute`): its `RunPlan` cuts the
+recorded sessions into batches, a worker (`account_batch`) replays each batch under every strategy, each
+finished batch is a part of the resume log, and the tables come from the parts through the same run
+directory. So it resumes after a kill, runs on ``--jobs`` workers or a Dask cluster, and its tables are
+byte for byte the same whatever the jobs. Its config hash covers the strategies, the profile and the
+recorded sessions' content: the same traces and config resume one directory; anything else is refused
+there as another config.
+
 The directory holds ``sessions.parquet`` (one row per recorded session and strategy: the exact token,
 cost, cache, compaction and hidden-output columns; none of the behavioural ones), ``calls.parquet``
 (one row per call), ``hidden.parquet`` (one row per recorded tool output a strategy hid, with its
-size and the first call sent without it), ``config.toml`` (the strategies and the model profile, so
-``ctxbench replay TRACE... --config config.toml`` repeats it) and ``manifest.json`` with ``mode =
-"accounting"`` and the traces read. Everything is computed first and the directory appears whole (a
-temporary sibling renamed into place): a failure leaves nothing behind.
+size and the first call sent without it), ``config.toml`` (the strategies and the model profile) and
+``manifest.json`` with ``mode = "accounting"`` and the traces read.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import os
-import shutil
-import tempfile
+import pickle
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-import tomli_w
-
-import harness
 import strategies
 from harness.core import tables
-from harness.core.rundir import (
-    ACCOUNTING_MODE,
-    CALLS_TABLE,
-    CONFIG_FILE,
-    HIDDEN_TABLE,
-    SESSIONS_TABLE,
-    Manifest,
-    file_sha256,
-)
-from harness.run.config import DEFAULT_PIPELINE, RunConfig
-from harness.run.progress import Progress
+from harness.core.messages import TextMeter, default_meter, to_converse
+from harness.core.rundir import ACCOUNTING_MODE, CALLS_TABLE, HIDDEN_TABLE, SESSIONS_TABLE, Manifest
+from harness.run.config import DEFAULT_PIPELINE, RunConfig, content_hash
+from harness.run.parts import BatchResult
+from harness.run.plan import Batch, PlannedSession, RunPlan
+from harness.run.table_writer import TableSpec
 from harness.run.traces import ImportedSession
-from harness.sim.accounting import CALL_FIELDS, account
+from harness.sim.accounting import CALL_FIELDS, SESSION_FIELDS, account
+from harness.sim.profiles import Profile
 from strategies import create
 
-__all__ = ["REPLAY_PARAMS", "AccountingError", "AccountingSummary", "replay_entries", "replay_traces"]
+__all__ = ["REPLAY_PARAMS", "AccountingSummary", "AccountingTask", "account_batch", "accounting_plan",
+           "replay_entries", "replay_traces"]
 
+#: The scenario name of every recorded session's rows.
+TRACE_SCENARIO = "trace"
 
 
 #: Params for the managers whose sources leave a setting to the user, as examples/sdk.toml sets them: a
@@ -75,10 +70,6 @@ def replay_entries() -> list[dict[str, Any]]:
     return entries
 
 
-class AccountingError(ValueError):
-    """An accounting run cannot start (its output directory is in the way): one line."""
-
-
 @dataclass(frozen=True, slots=True)
 class AccountingSummary:
     """What an accounting run wrote: its directory, row counts and wall time."""
@@ -95,85 +86,118 @@ class AccountingSummary:
 #: alone) still has them all: each such session is a sessions row with no calls, as the tables can say.
 CALLS_SCHEMA = tables.arrow_schema(tables.select(tables.CALL_COLUMNS, (
     *tables.SESSION_ROW_KEY, *CALL_FIELDS, *tables.names(tables.CALL_COLUMNS, ("accounting",)))))
+#: The sessions table's columns: the accounting replay's row, then which recorded session it is.
+SESSION_COLUMNS = (*SESSION_FIELDS, "trace", "session_id", "format", "model")
 #: The hidden-outputs table's columns, so that a run in which nothing was hidden still has them all.
 HIDDEN_SCHEMA = tables.arrow_schema(tables.HIDDEN_COLUMNS)
 
 
-def _parquet(rows: Sequence[dict[str, Any]], schema: pa.Schema | None = None) -> bytes:
-    table = pa.Table.from_pylist(list(rows), schema=schema)
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    return sink.getvalue()
+
+@dataclass(frozen=True, slots=True)
+class AccountingTask:
+    """What a worker needs for one batch of recorded sessions (plain, picklable data)."""
+
+    batch_id: str
+    #: The index of the batch's first session in the run.
+    first_index: int
+    #: The batch's sessions, pickled with their meter by reference (`_pickled_sessions`).
+    sessions: bytes
+    #: Per variant: (strategy name, label, params, model name, profile fields).
+    variants: tuple[tuple[str, str, dict[str, Any], str, dict[str, Any]], ...]
 
 
-def replay_traces(sessions: Sequence[ImportedSession], config: RunConfig, out: Path, *,
-                  quiet: bool = False) -> AccountingSummary:
-    """Account every recorded session under every strategy variant of ``config`` (its profile gives the
-    window, prices and cache rules) and write the run directory ``out``, which must not exist yet (or be
-    an empty directory)."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise AccountingError(f"{out}: already exists and is not an empty directory (choose another --out)")
-    started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    started = time.monotonic()
-    variants = config.variants()
+class _SessionPickler(pickle.Pickler):
+    """Pickles recorded sessions with the process-wide default meter as a reference to the receiving
+    process's own (its tokenizer holds a lock and is built once per process)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if obj is default_meter():
+            return default_meter, ()
+        if isinstance(obj, TextMeter):
+            raise pickle.PicklingError("a recorded session measured with a meter other than the default one")
+        return NotImplemented
+
+
+def _pickled_sessions(sessions: Sequence[ImportedSession]) -> bytes:
+    buffer = io.BytesIO()
+    _SessionPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(list(sessions))
+    return buffer.getvalue()
+
+
+def account_batch(task: AccountingTask) -> BatchResult:
+    """The worker of an accounting run: every recorded session of a batch under every variant, as rows."""
+    sessions: list[ImportedSession] = pickle.loads(task.sessions)
     session_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
     hidden_rows: list[dict[str, Any]] = []
-    progress = Progress(len(sessions) * len(variants), enabled=not quiet, what="session replays")
-    try:
-        for index, session in enumerate(sessions):
-            tokenizer = session.messages[0].meter.tokenizer if session.messages else None
-            system_tokens = tokenizer.count(session.system) if tokenizer is not None and session.system else 0
-            trace = {"trace": session.source, "session_id": session.session_id, "format": session.format}
-            for variant in variants:
-                strategy = create(variant.entry.name, **variant.entry.params)
-                done = account(session.messages, strategy, variant.profile, system_tokens=system_tokens,
-                               scenario="trace", session_index=index, label=variant.label)
-                session_rows.append({**done.row, **trace, "model": variant.model})
-                call_rows += done.calls
-                hidden_rows += [{"scenario": "trace", "session_index": index, "strategy": variant.label,
-                                 **asdict(h)} for h in done.hidden]
-                progress.advance(1)
-    finally:
-        progress.close()
-    tables = {
-        SESSIONS_TABLE: _parquet(session_rows),
-        CALLS_TABLE: _parquet(call_rows, CALLS_SCHEMA),
-        HIDDEN_TABLE: _parquet(hidden_rows, HIDDEN_SCHEMA),
-    }
-    rows = {SESSIONS_TABLE: len(session_rows), CALLS_TABLE: len(call_rows), HIDDEN_TABLE: len(hidden_rows)}
-    resolved = {"model": config.model if isinstance(config.model, str) else dict(config.model),
-                "strategies": [e.model_dump(exclude_none=True) for e in config.strategy_entries()]}
-    _write_dir(out, tables, config_toml=tomli_w.dumps(resolved).encode(), manifest=lambda sha: Manifest(
-        run_id=out.name, ctxbench_version=harness.__version__, root_seed=None,
-        config_hash=hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest(),
-        strategies=resolved["strategies"],
-        variants=[{"label": v.label, "name": v.entry.name} for v in variants],
-        scenarios=[{"name": "trace", "traces": sorted({s.source for s in sessions})}],
-        model=variants[0].profile.model_dump() if variants else {}, started=started_at,
-        finished=datetime.now(UTC).isoformat(timespec="seconds"), rows=rows, sha256=sha,
-        mode=ACCOUNTING_MODE,
-    ))
-    return AccountingSummary(out=out, sessions=len(sessions), strategies=[v.label for v in variants], rows=rows,
+    profiles: dict[str, Profile] = {}
+    for offset, session in enumerate(sessions):
+        index = task.first_index + offset
+        tokenizer = session.messages[0].meter.tokenizer if session.messages else None
+        system_tokens = tokenizer.count(session.system) if tokenizer is not None and session.system else 0
+        trace = {"trace": session.source, "session_id": session.session_id, "format": session.format}
+        for name, label, params, model, fields in task.variants:
+            if label not in profiles:
+                profiles[label] = Profile(**fields)
+            done = account(session.messages, create(name, **params), profiles[label], system_tokens=system_tokens,
+                           scenario=TRACE_SCENARIO, session_index=index, label=label)
+            session_rows.append({**done.row, **trace, "model": model})
+            call_rows += done.calls
+            hidden_rows += [{"scenario": TRACE_SCENARIO, "session_index": index, "strategy": label, **asdict(h)}
+                            for h in done.hidden]
+    return BatchResult(task.batch_id, session_rows, call_rows, hidden_rows=hidden_rows)
+
+
+def _content(session: ImportedSession) -> dict[str, Any]:
+    """What of a recorded session its accounting depends on, as plain data (for the config hash)."""
+    return {"source": session.source, "session_id": session.session_id, "format": session.format,
+            "system": session.system, "model": session.model, "tools": list(session.tools),
+            "messages": [to_converse(m) | {"kind": m.kind} for m in session.messages]}
+
+
+def accounting_plan(sessions: Sequence[ImportedSession], config: RunConfig) -> RunPlan:
+    """The plan of an accounting run: ``sessions`` (recorded, in order) under every variant of ``config``
+    (its profile gives the window, prices and cache rules)."""
+    variants = config.variants()
+    size = config.sessions_per_batch()
+    batches = tuple(Batch(f"00-{start:07d}", tuple(PlannedSession(0, i) for i in range(start, min(start + size,
+                                                                                                  len(sessions)))))
+                    for start in range(0, len(sessions), size))
+    stamp = {"model": config.model if isinstance(config.model, str) else dict(config.model),
+             "strategies": [e.model_dump(exclude_none=True) for e in config.strategy_entries()]}
+    variant_data = tuple((v.entry.name, v.label, dict(v.entry.params), v.model, v.profile.model_dump(mode="json"))
+                         for v in variants)
+
+    def task(batch: Batch) -> AccountingTask:
+        first = batch.sessions[0].session_index
+        return AccountingTask(batch.id, first, _pickled_sessions(sessions[first:batch.sessions[-1].session_index + 1]),
+                              variant_data)
+
+    return RunPlan(
+        config=config, config_hash=content_hash({"mode": ACCOUNTING_MODE, **stamp, "batch_size": size,
+                                                 "sessions": [_content(s) for s in sessions]}),
+        batches=batches, shard=None, scenario_names=(TRACE_SCENARIO,), labels=tuple(v.label for v in variants),
+        tables=(TableSpec(SESSIONS_TABLE, "sessions", "pylist", columns=SESSION_COLUMNS, compression="snappy"),
+                TableSpec(CALLS_TABLE, "calls", "pylist", schema=CALLS_SCHEMA, compression="snappy"),
+                TableSpec(HIDDEN_TABLE, "hidden", "pylist", schema=HIDDEN_SCHEMA, compression="snappy")),
+        stamp=stamp,
+        manifest={"root_seed": None, "strategies": stamp["strategies"],
+                  "variants": [{"label": v.label, "name": v.entry.name} for v in variants],
+                  "scenarios": [{"name": TRACE_SCENARIO, "traces": sorted({s.source for s in sessions})}],
+                  "model": variants[0].profile.model_dump() if variants else {}, "mode": ACCOUNTING_MODE},
+        work=account_batch, task=task)
+
+
+def replay_traces(sessions: Sequence[ImportedSession], config: RunConfig, out: Path, *, quiet: bool = False,
+                  resume: bool = True, notify: Callable[[str], None] | None = None) -> AccountingSummary:
+    """Account every recorded session under every strategy variant of ``config`` into the run directory
+    ``out`` (new, or one an earlier replay of the same traces and config left: it resumes), on the
+    config's executor and jobs. RunError, changing nothing, for what a run refuses."""
+    from harness.run.runner import execute
+
+    started = time.monotonic()
+    plan = accounting_plan(sessions, config)
+    execute(plan, out, resume=resume, quiet=quiet, notify=notify)
+    rows = Manifest.read(out).rows
+    return AccountingSummary(out=out, sessions=len(sessions), strategies=list(plan.labels), rows=rows,
                              wall_s=time.monotonic() - started)
-
-
-def _write_dir(out: Path, tables: dict[str, bytes], *, config_toml: bytes, manifest: Any) -> None:
-    """Write the tables, the config and the manifest into a temporary sibling of ``out``, then rename it
-    into place (``out`` absent or an empty directory)."""
-    parent = out.parent if str(out.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{out.name}.", suffix=".tmp"))
-    try:
-        for name, data in tables.items():
-            (staging / name).write_bytes(data)
-        (staging / CONFIG_FILE).write_bytes(config_toml)
-        sha = {name: file_sha256(staging / name) for name in tables}
-        manifest(sha).write(staging)
-        os.chmod(staging, 0o755)
-        if out.is_dir():
-            out.rmdir()  # empty, checked above
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

@@ -503,10 +503,15 @@ class RunConfig(BaseModel):
         return data
 
     def config_hash(self) -> str:
-        """sha256 of the resolved config; executor, jobs and scheduler are excluded because they
-        never change the results."""
-        text = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        """sha256 of the resolved config (`content_hash`); executor, jobs and scheduler are excluded
+        because they never change the results."""
+        return content_hash(self.resolved())
+
+
+def content_hash(data: Any) -> str:
+    """The config hash of a run: sha256 of ``data`` (what its tables depend on) as canonical JSON."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _resolve_profile(model: str | dict[str, Any], field: str) -> Profile:

@@ -3,7 +3,7 @@ damaged, renamed, foreign or tampered part is recognised before its rows reach a
 
 A part's first line is a header naming its batch, the hash of the config that made it, its row
 counts and the sha256 of the lines that follow; then one ``{"table": ..., "row": ...}`` line per
-row, for the tables ``sessions`` and ``calls`` (an object of its columns) and ``events`` (the values
+row, for the tables ``sessions``, ``calls`` and ``hidden`` (an object of its columns) and ``events`` (the values
 of the columns the header lists under ``event_columns``, in that order: the event log has the most
 rows, and its columns are mostly defaults). `read_part` checks all of it and raises `PartError` with a
 `PartProblem` saying what is wrong, which decides what the store does: a part whose bytes are damaged
@@ -14,23 +14,27 @@ because a user put it there and only they know which copy is right.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.sim.events import EVENT_COLUMNS
 
-__all__ = ["PART_FORMAT", "TABLES", "EventLines", "Part", "PartError", "PartProblem", "encode_part", "read_part"]
+__all__ = ["PART_FORMAT", "TABLES", "BatchResult", "EventLines", "Part", "PartError", "PartProblem", "encode_part",
+           "read_part"]
 
 #: The part layout this version writes; a part without a header (or with another format) was written
-#: by an older ctxbench and is replayed again rather than trusted without a checksum. 3: event rows.
-PART_FORMAT = 3
-#: The tables a part holds rows of, in the order they are written.
-TABLES = ("sessions", "calls", "events")
+#: by an older ctxbench and is replayed again rather than trusted without a checksum. 3: event rows;
+#: 4: the hidden outputs of an accounting run.
+PART_FORMAT = 4
+#: The tables a part holds rows of, in the order they are written (``events`` in a simulated run that
+#: keeps its event log, ``hidden`` in an accounting run).
+TABLES = ("sessions", "calls", "events", "hidden")
 #: One encoder for every row (``json.dumps`` with options builds a new one per call). Event rows, the
 #: most numerous, are written without spaces, each into the same frame ``{"row":[...],"table":"events"}``.
 _ROW = json.JSONEncoder(sort_keys=True).encode
@@ -72,6 +76,14 @@ class Part:
     call_rows: list[dict[str, Any]]
     #: Event rows as the values of `EVENT_COLUMNS`; none when the run keeps no event log.
     event_rows: list[list[Any]]
+    #: An accounting run's hidden-output rows (`harness.sim.accounting.HiddenOutput` and their key).
+    hidden_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def rows(self, table: str) -> list[Any]:
+        """The rows of one of `TABLES`."""
+        tables: dict[str, list[Any]] = {"sessions": self.session_rows, "calls": self.call_rows,
+                                        "events": self.event_rows, "hidden": self.hidden_rows}
+        return tables[table]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,17 +101,31 @@ class EventLines:
         return cls(len(rows), "".join('{"row":' + _VALUES(r) + ',"table":"events"}\n' for r in rows))
 
 
+class BatchResult(NamedTuple):
+    """The rows of one finished batch, plain data a worker returns for the parent to write as its part."""
+
+    batch_id: str
+    session_rows: list[dict[str, Any]]
+    call_rows: list[dict[str, Any]]
+    #: The per-turn event log's rows, encoded in the worker (none when the run keeps no event log).
+    events: EventLines = EventLines(0, "")
+    #: An accounting run's hidden-output rows.
+    hidden_rows: Sequence[dict[str, Any]] = ()
+
+
 def encode_part(batch: str, config_hash: str, session_rows: list[dict[str, Any]],
-                call_rows: list[dict[str, Any]], events: EventLines | Sequence[Sequence[Any]] = ()) -> bytes:
+                call_rows: list[dict[str, Any]], events: EventLines | Sequence[Sequence[Any]] = (),
+                hidden_rows: Sequence[dict[str, Any]] = ()) -> bytes:
     """The bytes of one part: the header line, then one line per row (``events``: `EventLines`, or rows
     each the values of `EVENT_COLUMNS`)."""
     lines = [_ROW({"table": "sessions", "row": r}) for r in session_rows]
     lines += [_ROW({"table": "calls", "row": r}) for r in call_rows]
+    lines += [_ROW({"table": "hidden", "row": r}) for r in hidden_rows]
     event_lines = events if isinstance(events, EventLines) else EventLines.of(events)
     body = ("".join(line + "\n" for line in lines) + event_lines.text).encode()
     header = {"format": PART_FORMAT, "batch": batch, "config_hash": config_hash, "sessions": len(session_rows),
-              "calls": len(call_rows), "events": event_lines.count, "event_columns": list(EVENT_COLUMNS),
-              "sha256": hashlib.sha256(body).hexdigest()}
+              "calls": len(call_rows), "events": event_lines.count, "hidden": len(hidden_rows),
+              "event_columns": list(EVENT_COLUMNS), "sha256": hashlib.sha256(body).hexdigest()}
     return (json.dumps(header, sort_keys=True) + "\n").encode() + body
 
 
@@ -162,7 +188,7 @@ def read_part(path: Path, *, config_hash: str, rows: bool = True) -> Part:
         by_table[table].append(row)
     if any(len(by_table[table]) != header.get(table) for table in TABLES):
         raise PartError(path, PartProblem.DAMAGED, "its row counts do not match its header")
-    return Part(path.stem, data, by_table["sessions"], by_table["calls"], by_table["events"])
+    return Part(path.stem, data, by_table["sessions"], by_table["calls"], by_table["events"], by_table["hidden"])
 
 
 def _parse_lines(lines: list[str]) -> list[Any]:

@@ -1,7 +1,7 @@
-"""Running a config: plan the batches, replay them on an executor, keep the resume log, and write the
-run directory (docs/design.md, "Data flow of one run"). `run` is the library form of ``ctxbench run``;
-planning is `harness.run.plan`, the executors `harness.run.executors`, the run directory
-`harness.run.store`.
+"""Running a plan: its batches worked on an executor, the resume log kept, and the run directory written
+(docs/design.md, "Data flow of one run"). `run` is the library form of ``ctxbench run``; `execute` runs
+any `RunPlan`, simulated or accounting (``ctxbench replay``). Planning is `harness.run.plan`, the
+executors `harness.run.executors`, the run directory `harness.run.directory`.
 """
 
 from __future__ import annotations
@@ -13,28 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.core.rundir import MANIFEST_FILE, PARTS_DIR, SESSIONS_TABLE
+from harness.core.rundir import SESSIONS_TABLE
 from harness.core.shard import Shard
 from harness.run.config import RunConfig
+from harness.run.directory import RunDirectory, RunSummary
 from harness.run.executors import EXECUTORS, check_executor, check_scheduler
-from harness.run.plan import make_task, plan, shard_of
+from harness.run.plan import RunPlan
 from harness.run.progress import Progress
-from harness.run.store import (
-    RunSummary,
-    check_own_files,
-    check_parts,
-    check_shard_fits,
-    compact_parts,
-    open_dir,
-    part_batches,
-    prepare_dir,
-    tables_are_current,
-    write_part,
-    write_tables,
-    writing_into,
-)
 
-__all__ = ["run"]
+__all__ = ["execute", "run"]
 
 
 def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: Shard | tuple[int, int] | None = None,
@@ -46,53 +33,54 @@ def run(config: RunConfig, out_dir: Path, *, resume: bool = True, shard: Shard |
     which library callers may find the shorter to write."""
     if isinstance(shard, tuple):
         shard = Shard(*shard)
+    return execute(RunPlan.simulated(config, shard), out_dir, resume=resume, quiet=quiet, notify=notify,
+                   keep_parts=keep_parts)
+
+
+def execute(plan: RunPlan, out_dir: Path, *, resume: bool = True, quiet: bool = False,
+            notify: Callable[[str], None] | None = None, keep_parts: bool = False) -> RunSummary:
+    """Work ``plan`` into the run directory ``out_dir``, resuming what an earlier command left there: the
+    one way every run is written, simulated or accounting (see `run`)."""
+    config = plan.config
     started_wall = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     tell = notify or (lambda _: None)
     check_executor(config.executor)  # before anything is written
     if config.executor == "dask" and config.scheduler is not None:
         check_scheduler(config.scheduler)
-    open_dir(out_dir)
-    with writing_into(out_dir):
-        check_own_files(out_dir)
-        prepare_dir(out_dir, config, resume=resume)
-        check_shard_fits(out_dir, config, shard)
-        batches = shard_of(plan(config), shard)
-        if tables_are_current(out_dir, config, shard):
+    directory = RunDirectory(out_dir)
+    directory.open()
+    with directory.writing():
+        directory.check_own_files()
+        directory.prepare(plan, resume=resume)
+        batches = plan.mine
+        if directory.tables_are_current(plan):
             # Finished before: the directory stands as it is (tables, manifest: who made them, when, at
             # which commit), even parts a run stopped just before removing them left behind.
             sessions = pd.read_parquet(out_dir / SESSIONS_TABLE)
             return _summary(out_dir, sessions, 0, len(batches), started_wall)
-        done = check_parts(out_dir, config, replay_damaged=True, notify=tell)
-        if (out_dir / MANIFEST_FILE).exists():
-            tell(f"{out_dir}: the tables do not match the manifest (changed or damaged after the run); "
-                 + ("rebuilt from the verified parts" if len(done) == len(batches) else
-                    f"{len(batches) - len(done)} of {len(batches)} batches are replayed to rebuild them"))
-        (out_dir / PARTS_DIR).mkdir(exist_ok=True)
-        todo = [b for b in batches if b.id not in done]
+        todo = directory.pending(plan, notify=tell)
         # Counted in replays (sessions x variants): a sweep's rows, not just its sessions, are the work.
-        variants = len(config.variants())
-        total = variants * sum(len(b.sessions) for b in batches)
-        progress = Progress(total, resumed=total - variants * sum(len(b.sessions) for b in todo),
+        total = sum(plan.replays(b) for b in batches)
+        progress = Progress(total, resumed=total - sum(plan.replays(b) for b in todo),
                             enabled=not quiet and bool(todo), what="replays")
-        sizes = {b.id: variants * len(b.sessions) for b in todo}
-        tasks = [make_task(config, b) for b in todo]
-        config_hash = config.config_hash()
+        sizes = {b.id: plan.replays(b) for b in todo}
         try:
-            for batch_id, session_rows, call_rows, events in EXECUTORS[config.executor](tasks, config.jobs,
-                                                                                        config.scheduler):
-                write_part(out_dir, batch_id, config_hash, session_rows, call_rows, events)
-                progress.advance(sizes[batch_id])
+            for result in EXECUTORS[config.executor](plan.work, [plan.task(b) for b in todo], config.jobs,
+                                                     config.scheduler):
+                directory.append(plan, result)
+                progress.advance(sizes[result.batch_id])
         finally:
             progress.close()
         # Streamed from the parts, one at a time: the parent never holds the run's rows.
-        sessions = write_tables(out_dir, config, part_batches(out_dir, config, [b.id for b in batches]),
-                                batches=len(batches), started=started, shard=shard)
+        sessions = directory.finish(plan, directory.part_batches(plan, [b.id for b in batches]),
+                                    batches=len(batches), started=started)
         if not keep_parts:
-            compact_parts(out_dir, config)
+            directory.compact(plan)
     return _summary(out_dir, sessions, len(todo), len(batches) - len(todo), started_wall)
 
 
 def _summary(out_dir: Path, sessions: pd.DataFrame, ran: int, skipped: int, started_wall: float) -> RunSummary:
-    errors = int((sessions["outcome"] == "error").sum()) if not sessions.empty else 0
+    # An accounting run's rows have no outcome: a recorded session is not replayed by a model.
+    errors = int((sessions["outcome"] == "error").sum()) if "outcome" in sessions and not sessions.empty else 0
     return RunSummary(out_dir, sessions, errors, ran, skipped, time.perf_counter() - started_wall)

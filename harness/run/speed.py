@@ -172,8 +172,8 @@ def peak_rss(run: dict[str, Any], run_sessions: int, small: dict[str, Any], smal
 
 
 def tiled_batches(source: Path, sessions: int, *, batch_size: int = 8) -> Callable[[], Iterator[Any]]:
-    """The rows of a run of ``sessions`` sessions as `store.write_tables` takes them, made by repeating
-    ``source``'s sessions with new session indices (whole sessions: their calls and events with them),
+    """The rows of a run of ``sessions`` sessions as `harness.run.table_writer.write_tables` takes them, made by
+    repeating ``source``'s sessions with new session indices (whole sessions: their calls and events with them),
     in batches of ``batch_size`` sessions, in the tables' order. Nothing is replayed: it is the parent's
     side of a run at a size no quick run reaches. Scenarios keep their shares of ``source``'s sessions."""
     import numpy as np
@@ -182,7 +182,7 @@ def tiled_batches(source: Path, sessions: int, *, batch_size: int = 8) -> Callab
     import pyarrow.parquet as pq
 
     from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE
-    from harness.run.store import BatchTables
+    from harness.run.table_writer import BatchTables
 
     names = (SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE)
     tables = {name: pq.read_table(source / name) for name in names if (source / name).exists()}
@@ -216,9 +216,7 @@ def tiled_batches(source: Path, sessions: int, *, batch_size: int = 8) -> Callab
                          for k in numbers if (name, own[name][k % n]) in by_table[table]]
                  for table in tables}
         joined = {table: pa.concat_tables(parts[table]) if parts[table] else empty[table] for table in tables}
-        events = joined.get(EVENTS_TABLE)
-        return BatchTables(source, joined[SESSIONS_TABLE], joined[CALLS_TABLE],
-                           events if events is not None else pa.table({}))
+        return BatchTables(source, joined)
 
     def batches() -> Iterator[BatchTables]:
         for name in scenario_names:
@@ -233,15 +231,16 @@ import json, resource, sys, time
 from pathlib import Path
 import numpy, pyarrow.compute, pyarrow.parquet  # imported before `before`: a run's parent has them too
 from harness.run.speed import resident_mb, tiled_batches
-from harness.run.store import config_from_dir, write_tables
+from harness.run.directory import RunDirectory, config_from_dir
+from harness.run.plan import RunPlan
 source, out, sessions = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-config = config_from_dir(source)
+plan = RunPlan.simulated(config_from_dir(source))
 out.mkdir(parents=True, exist_ok=True)
 before = resident_mb()
 batches = tiled_batches(source, sessions)
 source_mb = resident_mb() - before
 started = time.perf_counter()
-table = write_tables(out, config, batches, batches=0, started="", shard=None)
+table = RunDirectory(out).finish(plan, batches, batches=0, started="")
 print(json.dumps({"seconds": time.perf_counter() - started, "session_rows": len(table), "source_mb": source_mb,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - source_mb}))
 """

@@ -28,8 +28,8 @@ from harness.core.files import write_atomically
 from harness.core.rundir import CALLS_TABLE, SESSIONS_TABLE, Manifest
 from harness.core.switches import Switches
 from harness.run.config import RunConfig, load_config
+from harness.run.directory import RunSummary
 from harness.run.runner import run
-from harness.run.store import RunSummary
 from harness.sim import calibration
 from harness.sim.kernel import Replay
 from harness.sim.loops import Event, StuckDetector, Verdict

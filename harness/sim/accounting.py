@@ -38,7 +38,7 @@ from harness.sim.metrics import THRASH_TURNS, CallRecord, Tally
 from harness.sim.profiles import Profile
 from strategies.base import CannotReduce, ContextStrategy
 
-__all__ = ["AccountedSession", "HiddenOutput", "account", "extract_summary"]
+__all__ = ["CALL_FIELDS", "SESSION_FIELDS", "AccountedSession", "HiddenOutput", "account", "extract_summary"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,13 @@ class AccountedSession:
     calls: list[dict[str, Any]]
     hidden: list[HiddenOutput]
 
+
+#: The columns of an accounting replay's session row (`AccountedSession.row`), in order.
+SESSION_FIELDS = ("scenario", "session_index", "strategy", "recorded_calls", "calls_not_sent", "model_calls",
+                  "summary_calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
+                  "context_tokens_mean", "context_tokens_peak", "cost_usd", "summary_cost_usd", "overflow_events",
+                  "compactions", "tokens_freed", "cache_breaking_edits", "thrash", "tool_outputs",
+                  "tool_output_tokens", "hidden_outputs", "hidden_output_tokens", "hidden_at_last_call")
 
 #: The calls-table columns of an accounting run (what `CallRecord` has that is exact here, plus the
 #: hidden outputs per call).

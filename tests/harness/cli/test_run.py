@@ -17,8 +17,8 @@ import pytest
 
 import scenarios
 from harness.run.config import RunConfig
+from harness.run.directory import read_parts
 from harness.run.plan import plan
-from harness.run.store import read_parts
 from harness.sim.profiles import PROFILE_NAMES
 from tests.harness.cli.invoke import BAD_FILES, TINY, assert_usage_error, command, ctxbench, write_config
 

@@ -12,11 +12,11 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 import pyarrow as pa
 import pytest
 
-import harness.run.executors
+import harness.run.worker
 import harness.sim
 from harness.core import tables
 from harness.run.accounting import CALLS_SCHEMA, HIDDEN_SCHEMA
-from harness.run.store import CALL_COLUMNS, EVENT_SCHEMA, SESSION_COLUMNS
+from harness.run.plan import CALL_COLUMNS, EVENT_SCHEMA, SESSION_COLUMNS
 from harness.sim.events import DEFAULTS, EVENT_COLUMNS, EVENT_KEY, EventRecord
 from harness.sim.memory import MEMORY_BUDGET_CHARS as SIM_BUDGET
 from harness.sim.metrics import MEMORY_COLUMNS, MEMORY_OFF_ROW, OUTCOMES, SERIES_COLUMNS, CallRecord, SessionRecord
@@ -66,7 +66,7 @@ def test_the_outcomes_are_the_ones_a_replay_can_end_in() -> None:
     sim = Path(harness.sim.__file__).parent
     ended = {m for path in sim.glob("*.py") for m in re.findall(r'SessionEnded\("(\w+)"', path.read_text())}
     graded = set(re.findall(r'"(success)" if .* else "(wrong_answer)"', (sim / "kernel.py").read_text())[0])
-    raised = set(re.findall(r'"outcome": "(\w+)"', Path(harness.run.executors.__file__).read_text()))
+    raised = set(re.findall(r'"outcome": "(\w+)"', Path(harness.run.worker.__file__).read_text()))
     assert ended | graded | raised == set(tables.OUTCOMES)
 
 

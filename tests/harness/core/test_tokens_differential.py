@@ -34,8 +34,8 @@ from harness.core.tokens import (
     needs_tiktoken,
 )
 from harness.run.config import load_config
-from harness.run.executors import replay_batch
 from harness.run.plan import make_task, plan
+from harness.run.worker import replay_batch
 
 ENCODING = tiktoken.get_encoding(DEFAULT_ENCODING)
 #: No cache: every count below is encoded.

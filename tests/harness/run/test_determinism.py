@@ -19,8 +19,8 @@ import scenarios
 import strategies
 from harness.core import crn
 from harness.run.config import RunConfig
-from harness.run.executors import run_batch
 from harness.run.plan import make_task, plan
+from harness.run.worker import replay_batch
 from harness.sim.kernel import SessionResult, replay
 from harness.sim.loops import Event
 from harness.sim.metrics import CallRecord
@@ -180,7 +180,7 @@ def _rows(names: list[str]) -> dict[tuple[int, str], dict[str, Any]]:
                        strategies=[{"name": n} for n in names])
     rows: dict[tuple[int, str], dict[str, Any]] = {}
     for batch in plan(config):
-        _, session_rows, _ = run_batch(make_task(config, batch))
+        session_rows = replay_batch(make_task(config, batch), events=False).session_rows
         rows |= {(r["session_index"], r["strategy"]): r for r in session_rows}
     return rows
 

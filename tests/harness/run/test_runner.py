@@ -16,16 +16,17 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-import harness.run.executors
+import harness.run.worker
 import scenarios
 from harness.cli import main as cli_main
 from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE
 from harness.core.rundir import MANIFEST_FILE as MANIFEST
 from harness.core.shard import Shard
 from harness.run.config import RunConfig
-from harness.run.plan import Batch, allocate, plan, shard_of
+from harness.run.directory import RunError, config_from_dir, read_parts
+from harness.run.merge import merge
+from harness.run.plan import SESSION_COLUMNS, Batch, allocate, plan, shard_of
 from harness.run.runner import run
-from harness.run.store import SESSION_COLUMNS, RunError, config_from_dir, merge, read_parts
 from harness.sim.metrics import CallRecord, SessionRecord
 
 KEY = ["scenario", "session_index", "strategy"]
@@ -370,14 +371,14 @@ def test_same_scenario_twice_is_refused_or_keeps_the_row_key_unique(tmp_path: Pa
 
 
 def raise_for(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = harness.run.executors.replay
+    real = harness.run.worker.replay
 
     def replay(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("strategy_label") == label:
             raise RuntimeError(f"boom in {label}")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(harness.run.executors, "replay", replay)
+    monkeypatch.setattr(harness.run.worker, "replay", replay)
 
 
 def test_replay_that_raises_becomes_an_error_row_and_the_run_goes_on(tmp_path: Path, reference: Path,

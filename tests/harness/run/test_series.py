@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from harness.run.config import ConfigError, config_from_data
-from harness.run.executors import replay_batch
 from harness.run.plan import make_task, plan
 from harness.run.runner import run
+from harness.run.worker import replay_batch
 from scenarios import generate
 from scenarios.base import Series
 

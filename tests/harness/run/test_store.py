@@ -1,4 +1,5 @@
-"""A run directory that defends itself (harness/run/store.py, harness/run/parts.py): every kind of
+"""A run directory that defends itself (harness/run/directory.py, harness/run/merge.py,
+harness/run/parts.py): every kind of
 damaged part is replayed to identical tables or refused with the directory unchanged, tables that
 no longer match the manifest are rebuilt, a second writer is locked out, and merge refuses
 duplicated, disagreeing, foreign or missing shards before it writes anything."""
@@ -16,10 +17,11 @@ import pytest
 from harness.core.files import lock_directory
 from harness.core.shard import Shard
 from harness.run.config import RunConfig
+from harness.run.directory import RunDirectory, RunError, config_from_dir
+from harness.run.merge import merge
 from harness.run.parts import PART_FORMAT, PartError, PartProblem, read_part
-from harness.run.plan import plan
+from harness.run.plan import RunPlan, plan
 from harness.run.runner import run
-from harness.run.store import RunError, config_from_dir, merge, prepare_dir
 from harness.sim.profiles import PROFILE_NAMES
 from tests.harness.run.test_runner import TABLES, snapshot, table_bytes, tiny
 
@@ -465,5 +467,5 @@ def test_the_stamped_config_reads_back_with_the_same_hash_for_every_profile(tmp_
     config = tiny(model={"base": base}, strategies=[{"name": "sliding_window", "token_budget": 50_000}])
     out = tmp_path / base
     out.mkdir()
-    prepare_dir(out, config, resume=True)
+    RunDirectory(out).prepare(RunPlan.simulated(config), resume=True)
     assert config_from_dir(out).config_hash() == config.config_hash()

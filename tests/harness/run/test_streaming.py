@@ -1,4 +1,5 @@
-"""The tables are streamed from the parts (harness/run/store.py, `write_tables`): the parent holds a
+"""The tables are streamed from the parts (harness/run/table_writer.py, `write_tables`, through
+`RunDirectory.finish`): the parent holds a
 batch and a row group, never the run, and every table is byte for byte what one ``pq.write_table`` of
 all its rows, sorted, wrote before: the same row groups, the same schema (pandas' types and metadata,
 which depend on every row's values), the same order across scenarios whose config order is not their
@@ -19,25 +20,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import harness.run.store as store
+import harness.run.table_writer as table_writer
 from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, MANIFEST_FILE, PARTS_DIR, SESSIONS_TABLE
 from harness.run.config import RunConfig
-from harness.run.parts import read_part
-from harness.run.plan import plan
+from harness.run.directory import RunDirectory, RunError, config_from_dir
+from harness.run.merge import merge
+from harness.run.parts import BatchResult, EventLines, read_part
+from harness.run.plan import CALL_COLUMNS, EVENT_SCHEMA, SESSION_COLUMNS, RunPlan, plan
 from harness.run.runner import run
-from harness.run.store import (
-    CALL_COLUMNS,
-    EVENT_SCHEMA,
-    SESSION_COLUMNS,
-    BatchTables,
-    RunError,
-    config_from_dir,
-    merge,
-    part_batches,
-    read_batches,
-    write_part,
-    write_tables,
-)
+from harness.run.table_writer import BatchSource, BatchTables, values_table
 from harness.sim.events import EVENT_KEY
 from tests.harness.run.test_runner import LABELS, TINY, raise_for, tiny
 
@@ -47,7 +38,9 @@ def one_shot_tables(run_dir: Path, *, row_group_size: int | None = None) -> dict
     in one DataFrame, sorted stably, converted by ``Table.from_pandas``, written by one ``pq.write_table``."""
     config = config_from_dir(run_dir)
     ids = sorted(p.stem for p in (run_dir / PARTS_DIR).glob("*.jsonl"))
-    rows = read_batches(run_dir, config, ids)
+    parts = [read_part(run_dir / PARTS_DIR / f"{i}.jsonl", config_hash=config.config_hash()) for i in ids]
+    sessions = [r for p in parts for r in p.session_rows]
+    calls = [r for p in parts for r in p.call_rows]
 
     def frame_table(records: list[dict[str, Any]], columns: list[str], key: list[str]) -> pa.Table:
         frame = pd.DataFrame(records, columns=columns)
@@ -58,11 +51,12 @@ def one_shot_tables(run_dir: Path, *, row_group_size: int | None = None) -> dict
         return pa.Table.from_pandas(frame, preserve_index=False)
 
     tables = {
-        SESSIONS_TABLE: frame_table(rows.sessions, SESSION_COLUMNS, ["scenario", "session_index", "strategy"]),
-        CALLS_TABLE: frame_table(rows.calls, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"]),
+        SESSIONS_TABLE: frame_table(sessions, SESSION_COLUMNS, ["scenario", "session_index", "strategy"]),
+        CALLS_TABLE: frame_table(calls, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"]),
     }
     if config.events:
-        tables[EVENTS_TABLE] = rows.events.sort_by([(k, "ascending") for k in EVENT_KEY])
+        events = values_table([r for p in parts for r in p.event_rows], EVENT_SCHEMA)
+        tables[EVENTS_TABLE] = events.sort_by([(k, "ascending") for k in EVENT_KEY])
     out = {}
     for name, table in tables.items():
         sink = pa.BufferOutputStream()
@@ -89,7 +83,16 @@ def rebuild(run_dir: Path, config: RunConfig) -> pd.DataFrame:
     """Write the tables of ``run_dir`` again from its parts, as a run does after its last batch."""
     batches = [b.id for b in plan(config)]
     return write_tables(run_dir, config, part_batches(run_dir, config, batches), batches=len(batches),
-                        started="2000-01-01T00:00:00+00:00", shard=None)
+                        started="2000-01-01T00:00:00+00:00")
+
+
+def part_batches(run_dir: Path, config: RunConfig, batch_ids: list[str]) -> BatchSource:
+    return RunDirectory(run_dir).part_batches(RunPlan.simulated(config), batch_ids)
+
+
+def write_tables(run_dir: Path, config: RunConfig, source: BatchSource, *, batches: int,
+                 started: str) -> pd.DataFrame:
+    return RunDirectory(run_dir).finish(RunPlan.simulated(config), source, batches=batches, started=started)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +110,7 @@ def test_row_group_rows_is_pyarrows_default_for_write_table() -> None:
     default = getattr(importlib.import_module("pyarrow._parquet"), "_DEFAULT_ROW_GROUP_SIZE", None)
     if default is None:
         pytest.skip("this pyarrow does not name its default row group size")
-    assert default == store.ROW_GROUP_ROWS
+    assert default == table_writer.ROW_GROUP_ROWS
 
 
 def test_streamed_tables_are_the_bytes_of_one_write_of_all_rows_sorted(kept: Path) -> None:
@@ -136,8 +139,8 @@ def test_tiny_row_groups_are_the_bytes_of_write_table_with_that_row_group_size(
         kept: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spool_chunk: int) -> None:
     out = tmp_path / "run"
     shutil.copytree(kept, out)
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 7)
-    monkeypatch.setattr(store, "_SPOOL_CHUNK_ROWS", spool_chunk)
+    monkeypatch.setattr(table_writer, "ROW_GROUP_ROWS", 7)
+    monkeypatch.setattr(table_writer, "_SPOOL_CHUNK_ROWS", spool_chunk)
     rebuild(out, tiny())
     assert written(out) == one_shot_tables(out, row_group_size=7)
     assert pq.ParquetFile(out / CALLS_TABLE).metadata.num_row_groups > 10
@@ -148,7 +151,7 @@ def test_a_row_group_size_that_divides_the_rows_adds_no_empty_group(
         kept: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "run"
     shutil.copytree(kept, out)
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 10)  # 30 session rows: exactly three groups
+    monkeypatch.setattr(table_writer, "ROW_GROUP_ROWS", 10)  # 30 session rows: exactly three groups
     rebuild(out, tiny())
     assert pq.ParquetFile(out / SESSIONS_TABLE).metadata.num_row_groups == 3
     assert written(out) == one_shot_tables(out, row_group_size=10)
@@ -197,7 +200,8 @@ def rewrite_part(run_dir: Path, batch_id: str, change: Any) -> None:
     config = config_from_dir(run_dir)
     part = read_part(run_dir / PARTS_DIR / f"{batch_id}.jsonl", config_hash=config.config_hash())
     change(part.session_rows, part.call_rows)
-    write_part(run_dir, batch_id, config.config_hash(), part.session_rows, part.call_rows, part.event_rows)
+    RunDirectory(run_dir).append(RunPlan.simulated(config), BatchResult(batch_id, part.session_rows, part.call_rows,
+                                                                        EventLines.of(part.event_rows)))
 
 
 def test_a_column_wider_than_its_first_batches_gets_the_type_of_the_whole_table(
@@ -208,7 +212,7 @@ def test_a_column_wider_than_its_first_batches_gets_the_type_of_the_whole_table(
     out = tmp_path / "run"
     shutil.copytree(kept, out)
     config = tiny()
-    order = store._in_table_order(config, [b.id for b in plan(config)])
+    order = RunPlan.simulated(config).in_table_order([b.id for b in plan(config)])
     first, last = order[0], order[-1]
 
     def small_ints_first(sessions: list[dict[str, Any]], calls: list[dict[str, Any]]) -> None:
@@ -225,7 +229,7 @@ def test_a_column_wider_than_its_first_batches_gets_the_type_of_the_whole_table(
 
     rewrite_part(out, first, small_ints_first)
     rewrite_part(out, last, nones_last)
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 5)  # rows reach the file before the widening shows
+    monkeypatch.setattr(table_writer, "ROW_GROUP_ROWS", 5)  # rows reach the file before the widening shows
     source = part_batches(out, config, [b.id for b in plan(config)])
     passes = []
 
@@ -233,7 +237,7 @@ def test_a_column_wider_than_its_first_batches_gets_the_type_of_the_whole_table(
         passes.append(1)
         return source()
 
-    write_tables(out, config, counted, batches=len(plan(config)), started="x", shard=None)
+    write_tables(out, config, counted, batches=len(plan(config)), started="x")
     assert len(passes) >= 2
     sessions, calls = pq.read_schema(out / SESSIONS_TABLE), pq.read_schema(out / CALLS_TABLE)
     assert sessions.field("seed").type == pa.uint64()
@@ -252,7 +256,7 @@ def test_a_part_changed_after_it_was_checked_is_named(kept: Path, tmp_path: Path
     damaged.write_bytes(damaged.read_bytes()[:-20])
     before = written(out)
     with pytest.raises(RunError, match=damaged.name):
-        write_tables(out, config, source, batches=len(plan(config)), started="x", shard=None)
+        write_tables(out, config, source, batches=len(plan(config)), started="x")
     assert written(out) == before  # the tables in place are untouched
     assert not list(out.glob(".*.tmp"))
 
@@ -268,7 +272,7 @@ def test_batches_out_of_the_tables_order_are_refused(kept: Path, tmp_path: Path)
         return iter(list(source())[::-1])
 
     with pytest.raises(RunError, match="do not follow"):
-        write_tables(out, config, reversed_batches, batches=len(ids), started="x", shard=None)
+        write_tables(out, config, reversed_batches, batches=len(ids), started="x")
     assert not list(out.glob(".*.tmp"))
 
 
@@ -279,7 +283,7 @@ def test_a_merge_of_a_finished_and_an_unfinished_shard_streams_the_same_bytes(
     run(tiny(), two, shard=(2, 2), quiet=True, keep_parts=True)
     for name in (MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE):
         (two / name).unlink()
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 7)
+    monkeypatch.setattr(table_writer, "ROW_GROUP_ROWS", 7)
     summary = merge(tmp_path / "merged", [one, two])
     assert written(tmp_path / "merged") == one_shot_tables(kept, row_group_size=7)
     assert len(summary.sessions) == 10 * len(LABELS)

@@ -22,9 +22,10 @@ from harness.core.messages import Message
 from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, MANIFEST_FILE, SESSIONS_TABLE
 from harness.core.switches import Switches
 from harness.run.config import RunConfig
+from harness.run.merge import merge
 from harness.run.parts import read_part
+from harness.run.plan import EVENT_SCHEMA
 from harness.run.runner import run
-from harness.run.store import EVENT_SCHEMA, merge
 from harness.sim.events import COMPOSITION, DEFAULTS, EVENT_COLUMNS, EVENT_KEY, EventRecord
 from harness.sim.kernel import Replay, SessionResult, replay
 from harness.sim.profiles import profile
