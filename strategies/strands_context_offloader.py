@@ -144,6 +144,18 @@ def notice_text(content: str, tokens: int, reference: str, preview_tokens: int, 
     )
 
 
+#: The head of the source's notice (`notice_text`): what an offloaded result starts with when the retrieval
+#: tool is not included (then the text is no `parse_stub` stub).
+_NOTICE_HEAD = re.compile(r"\[Offloaded: \d+ blocks, ~[\d,]+ tokens\]\n")
+
+
+def is_offloaded(content: str) -> bool:
+    """Whether ``content`` is already the text of an offloaded result: our stub, or the source's notice
+    (which has no parse lines). Offloading it again would store the notice and lose the reference to the
+    original, so a second offloader (a pipeline stage after another) leaves it alone."""
+    return is_stub(content) or (_NOTICE_HEAD.match(content) is not None and "\n[Stored references:]\n" in content)
+
+
 def _describe(content: str) -> str:
     return f"text, {len(content):,} chars"
 
@@ -285,7 +297,8 @@ class StrandsContextOffloader(ContextStrategy):
       ids, statuses, roles and other blocks are kept; ``removed_count`` never changes;
     - a result is offloaded iff its estimated tokens exceed ``max_result_tokens``, it answers no retrieve
       tool (``retrieve_payload``; ``retrieve_offloaded_content`` while the tool is included), it is not
-      already a stub and its message is not pinned (nor paired with a pinned call);
+      already offloaded (a stub, or the source's notice: `is_offloaded`) and its message is not pinned
+      (nor paired with a pinned call);
     - an open tool call is never altered; an offloaded result is never shown whole again under its id
       (only ``retrieve``, as a new result, shows it);
     - ``store.get(reference)`` is the original and the reference is its sha256 prefix; ``retrieve`` of a
@@ -337,7 +350,7 @@ class StrandsContextOffloader(ContextStrategy):
 
     def _stub(self, ctx: Context, b: Block, meter: TextMeter) -> str | None:
         """The stub replacing ``b``, or None when ``b`` stays whole."""
-        if not isinstance(b, ToolResult) or is_stub(b.content):
+        if not isinstance(b, ToolResult) or is_offloaded(b.content):
             return None
         name = tool_name_of(ctx, b.tool_use_id)
         if name == RUNTIME_RETRIEVE_TOOL or (name == RETRIEVE_TOOL and self.params.include_retrieval_tool):

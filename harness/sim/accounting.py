@@ -29,14 +29,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.context import Context, ContextOverflow
+from harness.core.context import ContextOverflow
 from harness.core.messages import Message, Text, ToolResult, ToolUse
 from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS
-from harness.sim.billing import Billing, ModelCall, PromptCache
+from harness.sim.billing import Billing, ModelCall
 from harness.sim.clock import SimClock
-from harness.sim.metrics import THRASH_TURNS, CallRecord, Tally
+from harness.sim.metrics import CallRecord, Tally
 from harness.sim.profiles import Profile
-from strategies.base import CannotReduce, ContextStrategy
+from harness.sim.window import AgentWindow
+from strategies.base import ContextStrategy
 
 __all__ = ["CALL_FIELDS", "SESSION_FIELDS", "AccountedSession", "HiddenOutput", "account", "extract_summary"]
 
@@ -105,46 +106,27 @@ def extract_summary(messages: Sequence[Message], budget_tokens: int, count: Call
 
 
 class _Accounting:
-    """The state of one accounting replay (one agent: a transcript is one conversation)."""
+    """The state of one accounting replay (one agent: a transcript is one conversation), around the one
+    window engine the simulated replay drives too (`AgentWindow`)."""
 
     def __init__(self, strategy: ContextStrategy, profile: Profile, *, system_tokens: int, scenario: str,
                  session_index: int, label: str) -> None:
         self.strategy = strategy
         self.profile = profile
-        self.system_tokens = system_tokens
         self.clock = SimClock()
         self.tally = Tally()
         self.billing = Billing(profile, 0, self.clock, self.tally, scenario=scenario, session_index=session_index,
                                strategy=label)
-        self.cache = PromptCache(profile, system_tokens)
-        self.summary_cache = PromptCache(profile, profile.summarizer_prompt_tokens)
-        self.ctx = Context(window_tokens=profile.window_tokens, summarizer=self._summarize,
-                           prompt_overhead=system_tokens)
+        self.window = AgentWindow.open(strategy, profile, system_tokens=system_tokens, summarizer=self._summarize,
+                                       tally=self.tally, clock=self.clock)
+        self.ctx = self.window.ctx
         self.agent_calls = 0
-        self.sent = 0
-        self.freed_since_call = 0
-        self.last_compaction: int | None = None
         self.summary_n = 0
         #: tool_use_id -> (tool name, the recorded result block), in the order the results came.
         self.outputs: dict[str, tuple[str, ToolResult, int]] = {}
         self.tool_names: dict[str, str] = {}
         self.hidden: dict[str, HiddenOutput] = {}
         self.hidden_per_call: list[tuple[int, int]] = []
-
-    # Hooks, counted as the replay kernel counts them -------------------------------------------------
-    def hook(self, run: Callable[..., None], *args: Any) -> None:
-        window = self.ctx.messages
-        before = window.tokens
-        run(self.ctx, *args)
-        if window.tokens < before:
-            freed = before - window.tokens
-            t = self.tally
-            t.compactions += 1
-            t.tokens_freed += freed
-            self.freed_since_call += freed
-            if self.last_compaction is not None and self.agent_calls - self.last_compaction <= THRASH_TURNS:
-                t.thrash += 1
-            self.last_compaction = self.agent_calls
 
     def append(self, message: Message) -> None:
         for block in message.blocks:
@@ -153,7 +135,7 @@ class _Accounting:
             elif isinstance(block, ToolResult):
                 tokens = message.meter.tokenizer.count(block.content)
                 self.outputs[block.tool_use_id] = (self.tool_names.get(block.tool_use_id, ""), block, tokens)
-        self.ctx.messages.append(self.strategy.on_append(self.ctx, message))
+        self.window.append(message)
 
     def _summarize(self, messages: list[Message]) -> Message:
         p = self.profile
@@ -167,34 +149,22 @@ class _Accounting:
                               meter=meter)
         self.billing.bill(ModelCall(agent="agent", kind="summary", window=messages, touched=0, prompt_tokens=tokens_in,
                                     output_tokens=reply.tokens - MESSAGE_OVERHEAD_TOKENS, step_id="summary",
-                                    attempt=self.summary_n, action="summary"), self.summary_cache)
+                                    attempt=self.summary_n, action="summary"), self.window.summary_cache)
         return reply
 
     # One recorded call -------------------------------------------------------------------------------
     def call(self, reply: Message) -> bool:
         """Bill the call that produced ``reply``; False when the strategy cannot fit the window."""
-        self.hook(self.strategy.before_call)
-        p = self.profile
-        while True:
-            prompt = self.system_tokens + self.ctx.tokens
-            if prompt + p.max_output_reserve <= p.window_tokens:
-                break
-            self.tally.overflow_events += 1
-            try:
-                self.hook(self.strategy.reduce, ContextOverflow(prompt, p.window_tokens))
-            except CannotReduce:
-                return False
-        window = self.ctx.messages
-        touched = window.take_touched()
-        if touched is not None and touched < self.sent:
-            self.tally.cache_breaking_edits += 1
-        self.sent = len(window)
-        freed, self.freed_since_call = self.freed_since_call, 0
+        self.window.hook(self.strategy.before_call)
+        prompt = self.window.fit()
+        if prompt is None:
+            return False
+        touched, freed = self.window.sending()
         self.tally.turns += 1
-        self.billing.bill(ModelCall(agent="agent", kind="agent", window=window, touched=touched, prompt_tokens=prompt,
-                                    output_tokens=reply.tokens - MESSAGE_OVERHEAD_TOKENS,
+        self.billing.bill(ModelCall(agent="agent", kind="agent", window=self.ctx.messages, touched=touched,
+                                    prompt_tokens=prompt, output_tokens=reply.tokens - MESSAGE_OVERHEAD_TOKENS,
                                     step_id=str(self.agent_calls), attempt=0, action="call", tokens_freed=freed),
-                          self.cache)
+                          self.window.agent_cache)
         self.hidden_per_call.append(self._note_hidden())
         self.agent_calls += 1
         return True
@@ -243,7 +213,7 @@ def account(messages: Sequence[Message], strategy: ContextStrategy, profile: Pro
             state.append(message)
         else:
             state.append(message)
-            state.hook(strategy.apply)
+            state.window.hook(strategy.apply)
     t = state.tally
     outputs = state.outputs.values()
     calls = [_call_row(c, hidden) for c, hidden in zip(state.billing.calls,

@@ -1,14 +1,15 @@
-"""The state one agent of a session replay carries between turns: its strategy and context, its loop
-detector, its two prompt-cache streams, its script pointer, and its per-step error counters."""
+"""The state one agent of a session replay carries between turns: its window (strategy, context, prompt-cache
+streams and compaction bookkeeping: `harness.sim.window.AgentWindow`), its loop detector, its script
+pointer, and its per-step error counters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from harness.core.context import Context
-from harness.sim.billing import PromptCache
 from harness.sim.loops import StuckDetector
 from harness.sim.model import Pointer
+from harness.sim.window import AgentWindow
 from strategies.base import ContextStrategy
 
 __all__ = ["AgentState"]
@@ -19,11 +20,8 @@ class AgentState:
     """One agent of a session (a single-agent session has one, an alert chain five)."""
 
     name: str
-    strategy: ContextStrategy
-    ctx: Context
+    window: AgentWindow
     detector: StuckDetector
-    agent_cache: PromptCache
-    summary_cache: PromptCache
     pointer: Pointer
     #: Contract errors in a row on the current step (reset by a valid call).
     contract_failures: int = 0
@@ -31,9 +29,13 @@ class AgentState:
     timeouts: dict[str, int] = field(default_factory=dict)
     #: step id -> valid calls so far (a scripted fault fails the first ``fails`` of them).
     valid_attempts: dict[str, int] = field(default_factory=dict)
-    #: Messages the agent's previous call sent (an edit below this breaks the cached prefix).
-    sent: int = 0
-    #: Tokens compactions freed since the agent's previous call (the next call's ``tokens_freed``).
-    freed_since_call: int = 0
-    #: The turn of the agent's latest compaction (None: none yet), for ``thrash``.
-    last_compaction_turn: int | None = None
+
+    @property
+    def strategy(self) -> ContextStrategy:
+        """The agent's strategy instance."""
+        return self.window.strategy
+
+    @property
+    def ctx(self) -> Context:
+        """The agent's context."""
+        return self.window.ctx

@@ -73,7 +73,6 @@ from harness.sim.fact_lines import fact_lines, parse_fact_lines
 from harness.sim.loops import Event, StuckDetector
 from harness.sim.memory import LoadedMemory, MemoryStore
 from harness.sim.metrics import (
-    THRASH_TURNS,
     CallRecord,
     Outcome,
     SessionEnded,
@@ -86,8 +85,9 @@ from harness.sim.profiles import Profile
 from harness.sim.profiles import profile as builtin_profile
 from harness.sim.throttling import Throttle, Throttled
 from harness.sim.tool_player import ToolOutcome, ToolPlayer
+from harness.sim.window import AgentWindow
 from scenarios.base import Handoff, SessionScript, Step
-from strategies.base import CannotReduce, ContextStrategy, create
+from strategies.base import ContextStrategy, create
 
 __all__ = ["NUDGE_TEXT", "REPLAY_STATE_FORMAT", "STATE_KEY_ENV", "PromptCache", "Replay", "ReplayStateError",
            "SessionResult", "replay", "state_key", "state_key_path"]
@@ -348,8 +348,8 @@ class Replay:
         window = agent.ctx.messages
         if self.log is not None:
             self.log.call(agent.name, len(self.billing.calls), window, self.system_tokens)
-        touched, freed = self._sending(agent)
-        self._bill(agent.agent_cache, ModelCall(
+        touched, freed = agent.window.sending()
+        self._bill(agent.window.agent_cache, ModelCall(
             agent=agent.name, kind="agent", window=window, touched=touched, prompt_tokens=prompt,
             output_tokens=reply.tokens - MESSAGE_OVERHEAD_TOKENS, step_id=agent.pointer.step_id,
             attempt=agent.pointer.attempt,
@@ -387,20 +387,12 @@ class Replay:
             raise SessionEnded("step_failed")
 
     def _fit(self, agent: AgentState) -> int:
-        """Reduce until the prompt and the output reserve fit the window (docs/model.md 5): each
-        overflow costs a round trip on the clock; a strategy that cannot reduce ends the session.
-        Returns the prompt's tokens."""
-        p = self.profile
-        while True:
-            prompt = self.system_tokens + agent.ctx.tokens
-            if prompt + p.max_output_reserve <= p.window_tokens:
-                return prompt
-            self.tally.overflow_events += 1
-            self.clock.advance(p.base_s, "overflow")
-            try:
-                self._hook(agent, "reduce", agent.strategy.reduce, ContextOverflow(prompt, p.window_tokens))
-            except CannotReduce:
-                raise SessionEnded("overflow") from None
+        """Reduce until the prompt and the output reserve fit the window (`AgentWindow.fit`, docs/model.md
+        5); a strategy that cannot reduce ends the session. Returns the prompt's tokens."""
+        prompt = agent.window.fit(lambda run, *args: self._hook(agent, "reduce", run, *args))
+        if prompt is None:
+            raise SessionEnded("overflow")
+        return prompt
 
     def _admit(self, kind: str, step_id: str, attempt: int, tokens: int) -> None:
         """A model call past throttling, or the session ends ``throttled``."""
@@ -511,15 +503,12 @@ class Replay:
     # Agents and hand-overs -------------------------------------------------------------------------
     def _new_agent(self, name: str, first: Message, steps: list[Step]) -> AgentState:
         seam = _SummarizerSeam(self)
-        ctx = Context(window_tokens=self.profile.window_tokens, summarizer=seam, prompt_overhead=self.system_tokens)
-        agent = AgentState(
-            name=name, strategy=clone(self.template), ctx=ctx, detector=StuckDetector(),
-            agent_cache=PromptCache(self.profile, self.system_tokens),
-            summary_cache=PromptCache(self.profile, self.profile.summarizer_prompt_tokens),
-            pointer=Pointer(steps[0] if steps else None, producers=self.producers),
-        )
+        window = AgentWindow.open(clone(self.template), self.profile, system_tokens=self.system_tokens,
+                                  summarizer=seam, tally=self.tally, clock=self.clock)
+        agent = AgentState(name=name, window=window, detector=StuckDetector(),
+                           pointer=Pointer(steps[0] if steps else None, producers=self.producers))
         seam.agent = agent
-        self.contexts[name] = ctx
+        self.contexts[name] = window.ctx
         self._append(agent, first)
         self._log(agent, Event.message("user", first.text))
         return agent
@@ -540,8 +529,8 @@ class Replay:
         self._note_trace(agent, Decision("final", None, text, "handoff", trace=tuple(trace)))
         if self.log is not None:
             self.log.call(agent.name, len(self.billing.calls), window, self.system_tokens)
-        touched, freed = self._sending(agent)
-        self._bill(agent.agent_cache, ModelCall(
+        touched, freed = agent.window.sending()
+        self._bill(agent.window.agent_cache, ModelCall(
             agent=agent.name, kind="handoff", window=window, touched=touched, prompt_tokens=prompt,
             output_tokens=message.tokens - MESSAGE_OVERHEAD_TOKENS, step_id="handoff", attempt=0, action="handoff",
             trace=trace,
@@ -562,7 +551,7 @@ class Replay:
         text, kept = self.model.summary_text(messages, at_step, self._summary_n, tokens_in)
         reply = Message.build("assistant", [Text(text)], meter=self.meter)
         # touched=0: a summary prompt is a new list, so compare it message by message.
-        self._bill(agent.summary_cache, ModelCall(
+        self._bill(agent.window.summary_cache, ModelCall(
             agent=agent.name, kind="summary", window=messages, touched=0, prompt_tokens=tokens_in,
             output_tokens=reply.tokens, step_id=at_step, attempt=self._summary_n, action="summary",
             trace=[{"kept": kept, "n": self._summary_n}],
@@ -581,51 +570,25 @@ class Replay:
 
     def _append(self, agent: AgentState, message: Message) -> None:
         window = agent.ctx.messages
-        appended = agent.strategy.on_append(agent.ctx, message)
-        window.append(appended)
+        appended = agent.window.append(message)
         if self.log is not None:
             self.log.appended(agent.name, appended)
             if appended is not message:
                 self.log.rewritten(agent.name, message, appended, window)
 
     def _hook(self, agent: AgentState, hook: str, run: Callable[..., None], *args: Any) -> None:
-        """Run a strategy hook on the agent's context (``run(ctx, *args)``) and count it as a compaction
-        when it took tokens out of the window; with the event log on, tell it when the hook changed the
-        window (any message that is not the same object in the same place)."""
+        """Run a strategy hook on the agent's window (`AgentWindow.hook`: counted as a compaction when it
+        took tokens out); with the event log on, tell it when the hook changed the window (any message that
+        is not the same object in the same place)."""
+        if self.log is None:
+            agent.window.hook(run, *args)
+            return
         window = agent.ctx.messages
         tokens = window.tokens
-        if self.log is None:
-            run(agent.ctx, *args)
-        else:
-            before, calls = list(window), len(self.billing.calls)
-            run(agent.ctx, *args)
-            if len(window) != len(before) or not all(map(operator.is_, before, window)):
-                self.log.changed(agent.name, hook, before, tokens, window,
-                                 calls if len(self.billing.calls) > calls else -1)
-        if window.tokens < tokens:
-            self._compacted(agent, tokens - window.tokens)
-
-    def _compacted(self, agent: AgentState, freed: int) -> None:
-        t = self.tally
-        t.compactions += 1
-        t.tokens_freed += freed
-        agent.freed_since_call += freed
-        turn = t.turns
-        if agent.last_compaction_turn is not None and turn - agent.last_compaction_turn <= THRASH_TURNS:
-            t.thrash += 1
-        agent.last_compaction_turn = turn
-
-    def _sending(self, agent: AgentState) -> tuple[int | None, int]:
-        """Before an agent call is billed: the lowest index changed since the previous call (prompt
-        caching compares from there), counted as a cache-breaking edit when it lies inside what that call
-        sent; and the tokens freed since then, which the call's row carries."""
-        window = agent.ctx.messages
-        touched = window.take_touched()
-        if touched is not None and touched < agent.sent:
-            self.tally.cache_breaking_edits += 1
-        agent.sent = len(window)
-        freed, agent.freed_since_call = agent.freed_since_call, 0
-        return touched, freed
+        before, calls = list(window), len(self.billing.calls)
+        agent.window.hook(run, *args)
+        if len(window) != len(before) or not all(map(operator.is_, before, window)):
+            self.log.changed(agent.name, hook, before, tokens, window, calls if len(self.billing.calls) > calls else -1)
 
     def _log(self, agent: AgentState, event: Event) -> None:
         agent.detector.log(event)
@@ -656,8 +619,9 @@ class _SummarizerSeam:
 
 # Replay state (`Replay.save`, `Replay.restore`) ------------------------------------------------------------
 
-#: The layout of saved replay state; bump it whenever what `Replay.save` writes changes shape (2: signed).
-REPLAY_STATE_FORMAT = 2
+#: The layout of saved replay state; bump it whenever what `Replay.save` writes changes shape (2: signed;
+#: 3: each agent's window state in an `AgentWindow`).
+REPLAY_STATE_FORMAT = 3
 _STATE_MAGIC = b"ctxbench replay state\n"
 #: Where the session stands: not begun, an agent on its steps, the last agent at its final answer, ended.
 Phase = Literal["start", "steps", "final", "done"]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from harness.core import handle_for, parse_stub
 from harness.core.context import Context, ContextOverflow
-from harness.core.messages import Message, TextMeter, ToolResult, ToolUse, default_meter, pin
+from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse, default_meter, pin
 from strategies import create
 from strategies.base import CannotReduce
 from strategies.strands_context_offloader import (
@@ -22,6 +22,7 @@ from strategies.strands_context_offloader import (
     RUNTIME_RETRIEVE_TOOL,
     StrandsContextOffloader,
     StrandsContextOffloaderParams,
+    is_offloaded,
     notice_text,
     source_text,
     stub_for,
@@ -456,3 +457,25 @@ def test_known_non_invariant_a_dense_preview_can_exceed_the_threshold() -> None:
     c = "漢字🙂" * 3_000
     out = offloader().on_append(session("t1"), results(("t1", c)))
     assert METER.tokenizer.count(content_of(out)) > 2_500
+
+
+
+def test_a_second_offloader_leaves_the_first_ones_notice_alone() -> None:
+    """Found by the property tests (G3 on a pipeline of two offloader stages without the retrieval tool):
+    the source's notice is no `parse_stub` stub, and a second stage offloaded the notice itself, storing the
+    notice and losing the reference to the original. An offloaded result is now recognised whatever its form."""
+    params = {"max_result_tokens": 20, "preview_tokens": 0, "evict_after_cycles": None,
+              "include_retrieval_tool": False, "token_estimate": "exact"}
+    task = Message.build("user", [Text("Fix the failing test in module alpha.")], kind="task", meter=METER)
+    call = Message.build("assistant", [ToolUse("n1", "read_file", {"path": "src/app.py"})], meter=METER)
+    result = Message.build("user", [ToolResult("n1", "success", "line of a long file\n" * 40)], meter=METER)
+    texts = []
+    for strategy in (create(NAME, **params), create("pipeline", stages=[{"name": NAME, "params": params}] * 2)):
+        ctx = Context(window_tokens=10_000)
+        for message in (task, call):
+            ctx.messages.append(strategy.on_append(ctx, message))
+        block = strategy.on_append(ctx, result).blocks[0]
+        assert isinstance(block, ToolResult)
+        texts.append(block.content)
+    assert is_offloaded(texts[0]) and parse_stub(texts[0]) is None
+    assert texts[1] == texts[0]
