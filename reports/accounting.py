@@ -20,14 +20,14 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from harness.core.rundir import CALLS_TABLE, HIDDEN_TABLE, PLOTS_DIR, REPORT_HTML, REPORT_MD, SESSIONS_TABLE
+from reports.blocks import Figure, Page, Paragraph, Section, TableBlock, render_html, render_markdown
 from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, read_table
-from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
 from reports.outputs import write_files
 from reports.plots import new_figure, no_data, plot_style, strategy_colours, thousands
 from reports.stats import Metric, bootstrap, rng_for
 from reports.tables import Cell, Table, format_diff, format_value
 
-__all__ = ["ACCOUNTING_METRICS", "accounting_tables", "write_accounting_report"]
+__all__ = ["ACCOUNTING_METRICS", "accounting_page", "accounting_tables", "write_accounting_report"]
 
 BASELINE = "unbounded"
 
@@ -160,6 +160,33 @@ def _prompt_plot(calls: pd.DataFrame, order: Sequence[str]) -> bytes:
         return buffer.getvalue()
 
 
+def accounting_page(title: str, lead: str, tables: dict[str, Table], png: bytes, png_path: str) -> Page:
+    """The report as blocks: what is exact and what is not, then a section per table of
+    :func:`accounting_tables`, then the prompt-tokens plot (``png``, linked at ``png_path`` from Markdown)."""
+    sections = [
+        Section("Exact accounting", [Paragraph(EXACT_NOTE, kind="note-box")]),
+        Section("Per strategy", [TableBlock(tables["strategies"])],
+                how="Each cell: the mean over the recorded sessions (the cache-hit share: cached over all input "
+                    "tokens) and its 95% bootstrap interval over sessions."),
+    ]
+    if "paired" in tables:
+        sections.append(Section(f"Against {BASELINE} (what the sessions really sent)", [TableBlock(tables["paired"])],
+                                how="Each strategy minus unbounded over the same sessions, with the relative change "
+                                    "and a 95% bootstrap interval; green: fewer tokens or lower cost with an interval "
+                                    "that excludes zero."))
+    if "hidden" in tables:
+        sections.append(Section("The largest tool outputs hidden", [TableBlock(tables["hidden"])],
+                                how="A recorded tool output a strategy removed from the window or replaced "
+                                    "(placeholder, stub, truncation, summary) at some call; 'first call without it' "
+                                    "counts agent calls from 0."))
+    sections += [
+        Section("Recorded sessions", [TableBlock(tables["traces"])],
+                how="The sessions read, in the order of the run's session index."),
+        Section("Prompt tokens per call", [Figure(png, png_path, alt="prompt tokens per call")]),
+    ]
+    return Page(title, lead, sections)
+
+
 def write_accounting_report(run: OpenRun, formats: Sequence[str]) -> list[Path]:
     """Write ``report.html`` / ``report.md`` and ``plots/accounting-prompt-tokens.png`` for an accounting run."""
     sessions = read_table(run.path / SESSIONS_TABLE, _SESSION_COLUMNS)
@@ -175,44 +202,14 @@ def write_accounting_report(run: OpenRun, formats: Sequence[str]) -> list[Path]:
     png = _prompt_plot(calls, order)
     lead = _lead(sessions, order)
     title = f"ctxbench accounting report: {run.run_id}"
+    page = accounting_page(title, lead, tables, png, f"{PLOTS_DIR}/{png_path.name}")
     files: dict[Path, bytes] = {png_path: png}
     pages = []
-    sections = [
-        ("Exact accounting", EXACT_NOTE, None),
-        ("Per strategy", "Each cell: the mean over the recorded sessions (the cache-hit share: cached over all input "
-                         "tokens) and its 95% bootstrap interval over sessions.", tables["strategies"]),
-    ]
-    if "paired" in tables:
-        sections.append((f"Against {BASELINE} (what the sessions really sent)",
-                         "Each strategy minus unbounded over the same sessions, with the relative change and a 95% "
-                         "bootstrap interval; green: fewer tokens or lower cost with an interval that excludes zero.",
-                         tables["paired"]))
-    if "hidden" in tables:
-        sections.append(("The largest tool outputs hidden",
-                         "A recorded tool output a strategy removed from the window or replaced (placeholder, stub, "
-                         "truncation, summary) at some call; 'first call without it' counts agent calls from 0.",
-                         tables["hidden"]))
-    sections.append(("Recorded sessions", "The sessions read, in the order of the run's session index.",
-                     tables["traces"]))
     if "html" in formats:
-        html = [*page_start(title), f'<p class="subtitle">{escape(lead)}</p>']
-        for heading, how, table in sections:
-            html.append(f"<h2>{escape(heading)}</h2>")
-            html.append(f'<div class="note">{escape(how)}</div>' if table is None else how_box(how))
-            if table is not None:
-                html.append(html_table(table))
-        html += ["<h2>Prompt tokens per call</h2>",
-                 f'<figure><img alt="prompt tokens per call" src="{data_uri(png)}"></figure>', *PAGE_END]
-        files[run.path / REPORT_HTML] = "\n".join(html).encode()
+        files[run.path / REPORT_HTML] = render_html(page).encode()
         pages.append(run.path / REPORT_HTML)
     if "md" in formats:
-        md = [f"# {title}", "", lead, ""]
-        for heading, how, table in sections:
-            md += [f"## {heading}", "", how if table is None else md_how(how), ""]
-            if table is not None:
-                md += [md_table(table), ""]
-        md += ["## Prompt tokens per call", "", f"![prompt tokens per call]({PLOTS_DIR}/{png_path.name})", ""]
-        files[run.path / REPORT_MD] = "\n".join(md).encode()
+        files[run.path / REPORT_MD] = render_markdown(page).encode()
         pages.append(run.path / REPORT_MD)
     write_files(run.path, files)
     return pages

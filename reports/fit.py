@@ -22,11 +22,21 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from harness.core.files import write_atomically
-from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
+from reports import blocks
+from reports.blocks import (
+    Block,
+    Page,
+    Paragraph,
+    PerFormat,
+    Section,
+    TableBlock,
+    render_html,
+    render_markdown,
+)
 from reports.plots import log_ticks, new_figure, no_data, plot_style, png_bytes, short_label, thousands
 from reports.tables import Cell, Table
 
-__all__ = ["PLOT_NAMES", "comparison_table", "draw_fit_plots", "ks_words", "render_fit_html",
+__all__ = ["PLOT_NAMES", "comparison_table", "draw_fit_plots", "fit_page", "ks_words", "render_fit_html",
            "render_fit_markdown", "write_fit_report"]
 
 #: The plots, in the order the report shows them, with their captions.
@@ -248,37 +258,35 @@ def _sources_line(data: Mapping[str, Any]) -> str:
         f" from {', '.join(sources)}." if sources else ".")
 
 
-def render_fit_html(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
-    """``report.html``: self-contained, plots embedded."""
+def fit_page(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> Page:
+    """The report as blocks: the measured against the generated sessions, the lognormal fit, the fitted
+    config, the tool mix and the QQ plots (``plots``: name -> PNG, linked from ``plots/<name>.png``)."""
     measured, generated = data["measured"], data["generated"]
-    parts = [*page_start(TITLE), f'<p class="subtitle">{escape(_sources_line(data))}</p>']
-    parts += [f'<p class="note">{escape(note)}</p>' for note in data.get("notes", [])]
-    parts += ['<section id="comparison">', "<h2>Measured and generated</h2>", how_box(HOW_TABLE),
-              html_table(comparison_table(measured, generated)), "</section>",
-              '<section id="lognormal">', "<h2>Payload sizes: the lognormal fit</h2>",
-              f"<p>{escape(ks_words(data['fit']))}</p>", "</section>",
-              '<section id="params">', "<h2>The fitted config</h2>", html_table(params_table(data)), "</section>",
-              '<section id="tools">', "<h2>Tool mix</h2>", html_table(tool_mix_table(measured, generated)),
-              "</section>", '<section id="plots">', "<h2>QQ plots</h2>", how_box(HOW_QQ)]
-    for name, caption in PLOT_CAPTIONS.items():
-        if name in plots:
-            parts.append(f'<figure id="plot-{name}"><figcaption>{escape(caption)}</figcaption>'
-                         f'<img alt="{escape(caption)}" src="{data_uri(plots[name])}"></figure>')
-    parts += ["</section>", *PAGE_END]
-    return "\n".join(parts)
+    notes: list[Block] = [Paragraph((PerFormat("", "Note: "), note), kind="note", quote=True)
+                          for note in data.get("notes", [])]
+    # blocks.Figure: a figure of the page (Figure alone is matplotlib's, which draws the plots).
+    figures: list[Block] = [
+        blocks.Figure(plots[name], f"plots/{name}.png", alt=caption, caption=caption, id=f"plot-{name}")
+        for name, caption in PLOT_CAPTIONS.items() if name in plots]
+    return Page(TITLE, _sources_line(data), [
+        *notes,
+        Section("Measured and generated", [TableBlock(comparison_table(measured, generated))], id="comparison",
+                how=HOW_TABLE),
+        Section("Payload sizes: the lognormal fit", [Paragraph(ks_words(data["fit"]))], id="lognormal"),
+        Section("The fitted config", [TableBlock(params_table(data))], id="params"),
+        Section("Tool mix", [TableBlock(tool_mix_table(measured, generated))], id="tools"),
+        Section("QQ plots", figures, id="plots", how=HOW_QQ),
+    ])
+
+
+def render_fit_html(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
+    """``report.html``: self-contained, plots embedded (:func:`fit_page` in HTML)."""
+    return render_html(fit_page(data, plots))
 
 
 def render_fit_markdown(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
     """``report.md``: the same tables, with links to ``plots/*.png``."""
-    measured, generated = data["measured"], data["generated"]
-    out = [f"# {TITLE}", "", _sources_line(data), ""]
-    out += [f"> Note: {note}" for note in data.get("notes", [])]
-    out += ["", "## Measured and generated", "", md_how(HOW_TABLE), "", md_table(comparison_table(measured, generated)),
-            "", "## Payload sizes: the lognormal fit", "", ks_words(data["fit"]), "",
-            "## The fitted config", "", md_table(params_table(data)), "",
-            "## Tool mix", "", md_table(tool_mix_table(measured, generated)), "", "## QQ plots", "", md_how(HOW_QQ), ""]
-    out += [f"![{caption}](plots/{name}.png)\n" for name, caption in PLOT_CAPTIONS.items() if name in plots]
-    return "\n".join(out)
+    return render_markdown(fit_page(data, plots))
 
 
 def write_fit_report(out_dir: Path, data: Mapping[str, Any]) -> list[Path]:

@@ -19,6 +19,7 @@ __all__ = [
     "data_uri",
     "escape",
     "how_box",
+    "how_box_html",
     "html_table",
     "md_escape",
     "md_how",
@@ -101,7 +102,12 @@ def html_table(table: Table, *, css: str = "") -> str:
 
 def how_box(text: str) -> str:
     """A "How to read this" box holding ``text``."""
-    return f'<div class="how"><strong>How to read this</strong>{escape(text)}</div>'
+    return how_box_html(escape(text))
+
+
+def how_box_html(body: str) -> str:
+    """A "How to read this" box holding ``body``, HTML already (escaped text, spans)."""
+    return f'<div class="how"><strong>How to read this</strong>{body}</div>'
 
 
 def data_uri(png: Path | bytes) -> str:

@@ -15,11 +15,11 @@ import math
 import pandas as pd
 
 from harness.core.tables import MEMORY_BUDGET_CHARS
-from reports.markup import html_table, md_table
+from reports.blocks import Block, Paragraph, Section, TableBlock
 from reports.stats import Metric, bootstrap, rng_for
 from reports.tables import Cell, Table
 
-__all__ = ["MECHANISM", "MEMORY_REPORT_COLUMNS", "has_series", "memory_html", "memory_markdown", "memory_table",
+__all__ = ["MECHANISM", "MEMORY_REPORT_COLUMNS", "has_series", "memory_blocks", "memory_table",
            "saved_table"]
 
 #: The sessions columns this section reads (present only in a run with ``[series]``).
@@ -108,17 +108,10 @@ def _stale_text(sessions: pd.DataFrame) -> str:
             "did not succeed.")
 
 
-def memory_html(sessions: pd.DataFrame) -> list[str]:
-    """The section's HTML parts (none for a run without series)."""
+def memory_blocks(sessions: pd.DataFrame) -> list[Block]:
+    """The section (a subsection of the report's breakdowns), or nothing for a run without series."""
     if not has_series(sessions):
         return []
-    return ["<h3>Memory across a series</h3>", f"<p>{SAVED_NOTE}</p>", html_table(saved_table(sessions)),
-            html_table(memory_table(sessions)), f"<p>{_stale_text(sessions)}</p>", f"<p>{MECHANISM}</p>"]
-
-
-def memory_markdown(sessions: pd.DataFrame) -> list[str]:
-    """The section's Markdown lines (none for a run without series)."""
-    if not has_series(sessions):
-        return []
-    return ["### Memory across a series", "", SAVED_NOTE, "", md_table(saved_table(sessions)), "",
-            md_table(memory_table(sessions)), "", _stale_text(sessions), "", MECHANISM, ""]
+    return [Section("Memory across a series", level=3, blocks=[
+        Paragraph(SAVED_NOTE), TableBlock(saved_table(sessions)), TableBlock(memory_table(sessions)),
+        Paragraph(_stale_text(sessions)), Paragraph(MECHANISM)])]

@@ -8,7 +8,8 @@ differences, plots, breakdowns); provenance comes last.
 
 Reads only the run directory (``config.toml``, ``manifest.json``, ``sessions.parquet``,
 ``calls.parquet``), so a run copied to a laptop renders without any runtime state. ``SECTIONS`` declares
-the report's sections once, in order; both formats are built from it.
+the report's sections once, in order; :func:`report_page` builds the page of blocks from them once, and
+both formats are rendered from that page (:mod:`reports.blocks`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,22 @@ import pandas as pd
 
 from harness.core.rundir import ACCOUNTING_MODE, PLOTS_DIR, REPORT_HTML, REPORT_MD, Manifest
 from harness.core.suggest import did_you_mean
-from reports import stats
+from reports import blocks, stats
+from reports.blocks import (
+    HTML,
+    Block,
+    Bullets,
+    Details,
+    Figure,
+    Only,
+    Page,
+    Paragraph,
+    PerFormat,
+    Section,
+    Strong,
+    TableBlock,
+    sibling_page,
+)
 from reports.decision import (
     RECOMMENDATION_GOAL,
     CostContrast,
@@ -52,12 +68,12 @@ from reports.inputs import (
     check_run_dir,
     open_run_dir,
 )
-from reports.markup import PAGE_END, data_uri, escape, how_box, html_table, md_how, md_table, page_start
-from reports.memory import memory_html, memory_markdown
+from reports.memory import memory_blocks
 from reports.outcomes import OutcomeHits, explain_outcomes
 from reports.outputs import Png, check_targets, write_files
 from reports.runtimes import RuntimeGroup, RuntimePair, differing_settings, runtime_groups, runtime_pairs
 from reports.stats import METRICS, Metric, metrics_of
+from reports.sweep_stats import is_sweep, report_plot_variants
 from reports.tables import (
     Cell,
     Table,
@@ -72,13 +88,8 @@ from reports.tables import (
     relative_phrase,
     too_few_text,
 )
-from reports.tool_names import tool_names_html, tool_names_markdown
-from reports.validation_status import (
-    ValidationStatus,
-    status_for_manifest,
-    validation_status_html,
-    validation_status_markdown,
-)
+from reports.tool_names import tool_names_blocks
+from reports.validation.status import status_for_manifest, validation_status_paragraph
 
 # The CLI imports the input checks from here (they live in reports.inputs).
 __all__ = [
@@ -90,7 +101,7 @@ __all__ = [
     "Plot",
     "ReportData",
     "ReportInputError",
-    "Section",
+    "ReportSection",
     "check_formats",
     "check_run_dir",
     "choose_baseline",
@@ -98,6 +109,7 @@ __all__ = [
     "headline_metrics",
     "render_html",
     "render_markdown",
+    "report_page",
     "write_report",
 ]
 
@@ -294,10 +306,6 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
         empty = pd.DataFrame()
         return ReportData(path, run_id, manifest, config_text, sessions, order, chosen, note, empty, empty, empty,
                           empty, empty, {})
-    # Imported here, as reports.plots below: they load matplotlib, which `ctxbench compare` (it imports
-    # this module's checks) does not need.
-    from reports.sweep import is_sweep, report_plot_variants
-
     sweep = is_sweep(sessions)
     # A sweep keeps every grid point (its page reads them by name), identical or not.
     identical = [] if sweep else identical_groups(sessions, order)
@@ -311,6 +319,8 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
     plots_note = ""
     pending = None
     if plots_dir is not None:
+        # Imported here: reports.plots loads matplotlib, which `ctxbench compare` (it imports this module's
+        # checks) does not need.
         from reports.plot_child import PendingPlots
         from reports.plots import PLOT_NAMES, PLOTS_WITHOUT_STATISTICS, draw_plots
 
@@ -741,8 +751,9 @@ def _session_count(data: ReportData) -> int:
     return 0 if data.sessions.empty else len(data.sessions[stats.SCRIPT_KEY].drop_duplicates())
 
 
-# The sections, in both formats --------------------------------------------------------------------------
-# Each function returns a section's body: what follows its heading and its "how to read this" note.
+# The sections --------------------------------------------------------------------------------------------
+# Each function returns a section's body as blocks: what follows its heading and its "how to read this"
+# note. Both formats are rendered from them (reports.blocks).
 
 def headline_notes(data: ReportData) -> list[tuple[str, str]]:
     """The footnotes under the headline table, as (HTML id, text): on Wilson intervals when a cell has
@@ -752,19 +763,11 @@ def headline_notes(data: ReportData) -> list[tuple[str, str]]:
     return [(f"{kind.replace('_', '-')}-note", text) for kind, text in notes]
 
 
-def _figure_html(plot: Plot, png: Png) -> str:
-    return (f'<figure id="plot-{escape(plot.name)}"><figcaption>{escape(plot.title)}</figcaption>'
-            f'<img alt="{escape(plot.title)}" src="{data_uri(png.data)}">{how_box(plot.how)}</figure>')
-
-
-def _figure_markdown(data: ReportData, plot: Plot, png: Png) -> list[str]:
+def _figure(data: ReportData, plot: Plot, png: Png) -> Figure:
+    """A plot with its title and how to read it; the Markdown links its PNG relative to the run directory."""
     rel = png.path.resolve().relative_to(data.run_dir.resolve()).as_posix()
-    return [f"### {plot.title}", "", f"![{plot.title}]({rel})", "", plot.how, ""]
-
-
-def _md_line(text: str) -> str:
-    """``text`` as one Markdown line: a strategy label with a line break would end a list item early."""
-    return " ".join(text.splitlines())
+    return Figure(png.data, rel, alt=plot.title, caption=plot.title, how=plot.how, id=f"plot-{plot.name}",
+                  markdown_heading=True)
 
 
 def _decision_plot(data: ReportData) -> tuple[Plot, Png] | None:
@@ -781,107 +784,60 @@ def _decision_lead(data: ReportData) -> str:
             f"{RECOMMENDATION_GOAL}.")
 
 
-def _validation(data: ReportData) -> ValidationStatus | None:
-    return status_for_manifest(data.manifest)
-
-
-def _decision_html(data: ReportData) -> list[str]:
-    if data.sessions.empty:
-        return ["<p>No sessions: nothing to decide.</p>"]
-    parts = []
-    warning = _runtime_warning(data)
-    if warning:
-        parts.append(f'<p class="note" id="runtime-warning"><strong>{escape(warning)}</strong></p>')
-    parts.append(f"<p>{escape(_decision_lead(data))}</p>")
-    several = len(data.blocks) > 1
-    for i, block in enumerate(data.blocks):
-        if several:
-            parts.append(f'<h3 id="runtime-{i + 1}">{escape(_block_heading(block))}</h3>')
-        parts += [f'<p class="recommendation"><strong>{escape(block.recommendation.sentence)}</strong></p>',
-                  html_table(decision_table(data, block)),
-                  f'<p id="{"pareto-front" if i == 0 else f"pareto-front-{i + 1}"}">{escape(_front_text(data, block))}'
-                  "</p>"]
-    if data.runtime_pairs:
-        parts += ["<h3>What the runtime changes, within each strategy</h3>",
-                  f"<p>{escape(_RUNTIME_EFFECT_HOW)}</p>", html_table(runtime_effect_table(data))]
-    parts += [f'<p class="note" id="identical-{i + 1}">{escape(note)}</p>'
-              for i, note in enumerate(_identical_notes(data))]
-    contrast = _contrast_paragraph(data)
-    if contrast:
-        parts.append(f'<p id="cost-driver">{escape(contrast)}</p>')
-    status = _validation(data)
-    if status is not None:
-        parts.append(validation_status_html(status, data.run_dir))
-    plot = _decision_plot(data)
-    if plot is not None:
-        parts.append(_figure_html(*plot))
-    return parts
-
-
-def _decision_markdown(data: ReportData) -> list[str]:
-    if data.sessions.empty:
-        return ["No sessions: nothing to decide.", ""]
-    out = []
-    warning = _runtime_warning(data)
-    if warning:
-        out += [f"**{_md_line(warning)}**", ""]
-    out += [_decision_lead(data), ""]
-    several = len(data.blocks) > 1
-    for block in data.blocks:
-        if several:
-            out += [f"### {_block_heading(block)}", ""]
-        out += [f"**{_md_line(block.recommendation.sentence)}**", "", md_table(decision_table(data, block)), "",
-                _md_line(_front_text(data, block)), ""]
-    if data.runtime_pairs:
-        out += ["### What the runtime changes, within each strategy", "", _RUNTIME_EFFECT_HOW, "",
-                md_table(runtime_effect_table(data)), ""]
-    for note in _identical_notes(data):
-        out += [f"> {_md_line(note)}", ""]
-    contrast = _contrast_paragraph(data)
-    if contrast:
-        out += [_md_line(contrast), ""]
-    status = _validation(data)
-    if status is not None:
-        out += [validation_status_markdown(status), ""]
-    plot = _decision_plot(data)
-    if plot is not None:
-        out += _figure_markdown(data, *plot)
-    return out
-
-
 #: How to read the runtime-effect table.
 _RUNTIME_EFFECT_HOW = ("Each strategy under a runtime minus the same strategy under the run's first runtime, over the "
                        "very same sessions (95% paired bootstrap interval): the runtime's effect with the strategy "
                        "held fixed.")
 
 
-def _headline_html(data: ReportData) -> list[str]:
-    parts = [html_table(headline_table(data))]
-    parts += [f'<p class="footnote" id="{key}">{escape(text)}</p>' for key, text in headline_notes(data)]
-    return parts
-
-
-def _headline_markdown(data: ReportData) -> list[str]:
-    out = [md_table(headline_table(data)), ""]
-    for _key, text in headline_notes(data):
-        out += [text, ""]
+def _decision_blocks(data: ReportData) -> list[Block]:
+    """The deciding sentence, per goal the best and the tied, and the Pareto front (within each runtime),
+    then what stands beside them: the runtime's effect, merged rows, the cost driver, the validation status."""
+    if data.sessions.empty:
+        return [Paragraph("No sessions: nothing to decide.")]
+    out: list[Block] = []
+    warning = _runtime_warning(data)
+    if warning:
+        out.append(Paragraph(Strong(warning), kind="note", id="runtime-warning"))
+    out.append(Paragraph(_decision_lead(data)))
+    several = len(data.blocks) > 1
+    for i, block in enumerate(data.blocks):
+        decision: list[Block] = [
+            Paragraph(Strong(block.recommendation.sentence), kind="recommendation"),
+            TableBlock(decision_table(data, block)),
+            Paragraph(_front_text(data, block), id="pareto-front" if i == 0 else f"pareto-front-{i + 1}")]
+        out += [Section(_block_heading(block), decision, level=3, id=f"runtime-{i + 1}")] if several else decision
+    if data.runtime_pairs:
+        out.append(Section("What the runtime changes, within each strategy", level=3,
+                              blocks=[Paragraph(_RUNTIME_EFFECT_HOW), TableBlock(runtime_effect_table(data))]))
+    out += [Paragraph(note, kind="note", id=f"identical-{i + 1}", quote=True)
+               for i, note in enumerate(_identical_notes(data))]
+    contrast = _contrast_paragraph(data)
+    if contrast:
+        out.append(Paragraph(contrast, id="cost-driver"))
+    # The Markdown report is also copied into the validation document's folder, where a link relative to
+    # the run directory would not resolve: only the HTML links the document.
+    status = validation_status_paragraph(status_for_manifest(data.manifest), html_dir=data.run_dir)
+    if status is not None:
+        out.append(status)
+    plot = _decision_plot(data)
+    if plot is not None:
+        out.append(_figure(data, *plot))
     return out
 
 
-def _failures_html(data: ReportData) -> list[str]:
+def _headline_blocks(data: ReportData) -> list[Block]:
+    return [TableBlock(headline_table(data)),
+            *(Paragraph(text, kind="footnote", id=key) for key, text in headline_notes(data))]
+
+
+def _failures_blocks(data: ReportData) -> list[Block]:
     if data.sessions.empty:
         return []
+    outcomes = TableBlock(outcomes_table(data))
     if not data.failures:
-        return ["<p>Every session of every strategy succeeded.</p>", html_table(outcomes_table(data))]
-    items = "".join(f"<li>{escape(_failure_text(f))}</li>" for f in data.failures)
-    return [f'<ul id="failures">{items}</ul>', html_table(outcomes_table(data))]
-
-
-def _failures_markdown(data: ReportData) -> list[str]:
-    if data.sessions.empty:
-        return []
-    lines = [f"- {_md_line(_failure_text(f))}" for f in data.failures] or ["Every session of every strategy succeeded."]
-    return [*lines, "", md_table(outcomes_table(data)), ""]
+        return [Paragraph("Every session of every strategy succeeded."), outcomes]
+    return [Bullets([_failure_text(f) for f in data.failures], id="failures"), outcomes]
 
 
 def _cost_paragraphs(data: ReportData) -> list[str]:
@@ -891,201 +847,162 @@ def _cost_paragraphs(data: ReportData) -> list[str]:
     return [_contrast_text(c) for c in data.contrasts]
 
 
-def _cost_html(data: ReportData) -> list[str]:
+def _cost_blocks(data: ReportData) -> list[Block]:
     if data.sessions.empty:
         return []
-    items = "".join(f"<li>{escape(text)}</li>" for text in _cost_paragraphs(data))
-    return [html_table(cost_table(data)), f'<ul id="cost-contrasts">{items}</ul>']
+    return [TableBlock(cost_table(data)), Bullets(_cost_paragraphs(data), id="cost-contrasts")]
 
 
-def _cost_markdown(data: ReportData) -> list[str]:
-    if data.sessions.empty:
-        return []
-    return [md_table(cost_table(data)), "", *(f"- {_md_line(text)}" for text in _cost_paragraphs(data)), ""]
-
-
-def _paired_html(data: ReportData) -> list[str]:
+def _paired_blocks(data: ReportData) -> list[Block]:
     if data.paired.empty:
-        return ["<p>Only one strategy in this run: nothing to pair.</p>"]
-    return [f"<p>Each strategy minus <strong>{escape(data.baseline)}</strong>.</p>", html_table(paired_table(data))]
+        return [Paragraph("Only one strategy in this run: nothing to pair.")]
+    return [Paragraph(("Each strategy minus ", Strong(data.baseline), ".")), TableBlock(paired_table(data))]
 
 
-def _paired_markdown(data: ReportData) -> list[str]:
-    if data.paired.empty:
-        return ["Only one strategy in this run: nothing to pair.", ""]
-    return [f"Each strategy minus **{data.baseline}**.", "", md_table(paired_table(data)), ""]
-
-
-def _plots_html(data: ReportData) -> list[str]:
-    parts = []
+def _plots_blocks(data: ReportData) -> list[Block]:
+    out: list[Block] = []
     if data.plots_note:
-        parts.append(f'<p class="note" id="plots-note">{escape(data.plots_note)}</p>')
+        out.append(Paragraph(data.plots_note, kind="note", id="plots-note", quote=True))
     entries = _plot_entries(data)
     if not entries and not data.plots:
-        parts.append("<p>No plots (no sessions).</p>")
-    parts += [_figure_html(plot, png) for plot, png in entries]
-    return parts
-
-
-def _plots_markdown(data: ReportData) -> list[str]:
-    out = []
-    if data.plots_note:
-        out += [f"> {data.plots_note}", ""]
-    for plot, png in _plot_entries(data):
-        out += _figure_markdown(data, plot, png)
+        out.append(Only(HTML, [Paragraph("No plots (no sessions).")]))
+    out += [_figure(data, plot, png) for plot, png in entries]
     return out
 
 
-def _breakdowns_html(data: ReportData) -> list[str]:
+def _breakdowns_blocks(data: ReportData) -> list[Block]:
     if data.sessions.empty:
         return []
     loops = loops_table(data)
-    return ["<h3>By scenario family</h3>", html_table(families_table(data)),
-            "<h3>Loop rate by rule</h3>",
-            html_table(loops) if len(loops.header) > 1 else "<p>No loops were detected.</p>",
-            *tool_names_html(data.sessions), *memory_html(data.sessions)]
+    out: list[Block] = [
+        Section("By scenario family", [TableBlock(families_table(data))], level=3),
+        Section("Loop rate by rule", [TableBlock(loops) if len(loops.header) > 1
+                                      else Paragraph("No loops were detected.")], level=3)]
+    return [*out, *tool_names_blocks(data.sessions), *memory_blocks(data.sessions)]
 
 
-def _breakdowns_markdown(data: ReportData) -> list[str]:
-    if data.sessions.empty:
-        return []
-    loops = loops_table(data)
-    return ["### By scenario family", "", md_table(families_table(data)), "", "### Loop rate by rule", "",
-            md_table(loops) if len(loops.header) > 1 else "No loops were detected.", "",
-            *tool_names_markdown(data.sessions), *memory_markdown(data.sessions)]
-
-
-def _run_html(data: ReportData) -> list[str]:
-    parts = [html_table(manifest_table(data), css="kv")]
+def _run_blocks(data: ReportData) -> list[Block]:
+    out: list[Block] = [TableBlock(manifest_table(data), css="kv")]
     strategies, scenarios = strategies_table(data), scenarios_table(data)
     if strategies.rows:
-        parts += ["<h3>Strategies</h3>", html_table(strategies)]
+        out.append(Section("Strategies", [TableBlock(strategies)], level=3))
     if scenarios.rows:
-        parts += ["<h3>Scenarios</h3>", html_table(scenarios)]
+        out.append(Section("Scenarios", [TableBlock(scenarios)], level=3))
     if data.config_text:
-        parts.append(f"<details><summary>config.toml (resolved)</summary><pre>{escape(data.config_text)}</pre>"
-                     "</details>")
-    return parts
-
-
-def _run_markdown(data: ReportData) -> list[str]:
-    out = [md_table(manifest_table(data)), ""]
-    strategies, scenarios = strategies_table(data), scenarios_table(data)
-    if strategies.rows:
-        out += ["### Strategies", "", md_table(strategies), ""]
-    if scenarios.rows:
-        out += ["### Scenarios", "", md_table(scenarios), ""]
+        out.append(Details("config.toml (resolved)", data.config_text))
     return out
 
 
 @dataclass(frozen=True)
-class Section:
-    """One section of the report: its anchor, heading and "how to read this" note, and its body in
-    each format."""
+class ReportSection:
+    """One section of the report: its anchor, heading and "how to read this" note, and its body."""
 
     key: str
     title: str
     how: str
-    html: Callable[[ReportData], list[str]]
-    markdown: Callable[[ReportData], list[str]]
+    body: Callable[[ReportData], list[Block]]
     #: Said after ``how`` in the Markdown version only (which has no colours).
     markdown_how: str = ""
 
+    def section(self, data: ReportData) -> Section:
+        """The section of ``data``'s report."""
+        how = (self.how, PerFormat("", f" {self.markdown_how}")) if self.markdown_how else self.how
+        return Section(self.title, self.body(data), id=self.key, how=how)
 
-#: The report's sections, in order: the single declaration both renderers follow. The decision first,
-#: the evidence behind it next, provenance last.
-SECTIONS: tuple[Section, ...] = (
-    Section("decision", "Decision",
-            "First, the one sentence that decides (the report's goal: the most successful strategy, and the "
-            "cheapest per solved session of those tied for it). Then, for each goal, the strategy with the best "
-            "value, and the strategies statistically tied with it: "
-            "their paired difference against the best (the same sessions resampled jointly, 95% bootstrap "
-            "interval) includes zero, so at this sample size they are as good, and the choice among them is "
-            "yours to make on the other goals. Cost per solved session is the total cost over the solved "
-            "sessions: unlike cost per session it does not reward failing early and cheaply.",
-            _decision_html, _decision_markdown),
-    Section("headline", "Headline metrics",
-            "One row per strategy, most successful first (then cheapest per solved session), one column per "
-            "headline metric, over all of that strategy's sessions. The small line under each value is its 95% "
-            "confidence interval: the percentile bootstrap's (sessions resampled with replacement), or Wilson's "
-            "where marked (a rate near none or all of its events), or none where a cost per solved session rests "
-            "on too few successes (the footnotes say which). Cache-hit share is the share of "
-            "input tokens that were prompt-cache hits. Overlapping intervals do not mean 'no difference': use "
-            "the Decision and paired tables for that.",
-            _headline_html, _headline_markdown),
-    Section("failures", "Why sessions fail",
-            "Every outcome other than success that ended at least one session: what it means, the strategies "
-            "it hits most (share of that strategy's sessions), and whether another strategy solved those same "
-            "sessions (then the failure is the strategy's, not the task's). The table gives every share.",
-            _failures_html, _failures_markdown),
-    Section("cost", "What drives the cost",
-            "Cost follows the input tokens that are not prompt-cache hits more than the input tokens: a cache "
-            "hit is billed at a fraction of the input price, and the cache reuses only the unchanged start of "
-            "the previous prompt, so a strategy that edits earlier messages (masking, summarising, sliding a "
-            "window) loses its hits and pays full price for a shorter prompt. Rows from cheapest per session.",
-            _cost_html, _cost_markdown),
-    Section("paired", "Paired differences against the baseline",
-            "Each strategy minus the baseline, over the very same sessions (every strategy replays the same "
-            "scripts), with a 95% bootstrap interval of the difference. Pairing removes the session-to-session "
-            "noise, so these intervals are much narrower than the headline ones. Green: the interval excludes "
-            "zero and the strategy is better; red: it excludes zero and the strategy is worse; uncoloured: "
-            "no detectable difference at this sample size.",
-            _paired_html, _paired_markdown,
-            markdown_how="(In this Markdown version, bold marks a difference whose interval excludes zero.)"),
-    Section("plots", "Plots",
-            "Distributions behind the headline numbers. Each plot has its own note on how to read it.",
-            _plots_html, _plots_markdown),
-    Section("breakdowns", "Breakdowns",
-            "The same sessions split up: by scenario family, and by the loop rule that fired. Shares are of the "
-            "strategy's sessions; a family with few sessions is noisy.",
-            _breakdowns_html, _breakdowns_markdown),
-    Section("run", "Provenance",
-            "What was run: the resolved config (every default filled in), the model profile, the root seed, the "
-            "checksums of the tables, and each strategy's and scenario's parameters. Two runs with the same "
-            "config hash replay the same sessions.",
-            _run_html, _run_markdown),
+
+#: The report's sections, in order. The decision first, the evidence behind it next, provenance last.
+SECTIONS: tuple[ReportSection, ...] = (
+    ReportSection(
+        "decision", "Decision",
+        "First, the one sentence that decides (the report's goal: the most successful strategy, and the "
+        "cheapest per solved session of those tied for it). Then, for each goal, the strategy with the best "
+        "value, and the strategies statistically tied with it: "
+        "their paired difference against the best (the same sessions resampled jointly, 95% bootstrap "
+        "interval) includes zero, so at this sample size they are as good, and the choice among them is "
+        "yours to make on the other goals. Cost per solved session is the total cost over the solved "
+        "sessions: unlike cost per session it does not reward failing early and cheaply.",
+        _decision_blocks),
+    ReportSection(
+        "headline", "Headline metrics",
+        "One row per strategy, most successful first (then cheapest per solved session), one column per "
+        "headline metric, over all of that strategy's sessions. The small line under each value is its 95% "
+        "confidence interval: the percentile bootstrap's (sessions resampled with replacement), or Wilson's "
+        "where marked (a rate near none or all of its events), or none where a cost per solved session rests "
+        "on too few successes (the footnotes say which). Cache-hit share is the share of "
+        "input tokens that were prompt-cache hits. Overlapping intervals do not mean 'no difference': use "
+        "the Decision and paired tables for that.",
+        _headline_blocks),
+    ReportSection(
+        "failures", "Why sessions fail",
+        "Every outcome other than success that ended at least one session: what it means, the strategies "
+        "it hits most (share of that strategy's sessions), and whether another strategy solved those same "
+        "sessions (then the failure is the strategy's, not the task's). The table gives every share.",
+        _failures_blocks),
+    ReportSection(
+        "cost", "What drives the cost",
+        "Cost follows the input tokens that are not prompt-cache hits more than the input tokens: a cache "
+        "hit is billed at a fraction of the input price, and the cache reuses only the unchanged start of "
+        "the previous prompt, so a strategy that edits earlier messages (masking, summarising, sliding a "
+        "window) loses its hits and pays full price for a shorter prompt. Rows from cheapest per session.",
+        _cost_blocks),
+    ReportSection(
+        "paired", "Paired differences against the baseline",
+        "Each strategy minus the baseline, over the very same sessions (every strategy replays the same "
+        "scripts), with a 95% bootstrap interval of the difference. Pairing removes the session-to-session "
+        "noise, so these intervals are much narrower than the headline ones. Green: the interval excludes "
+        "zero and the strategy is better; red: it excludes zero and the strategy is worse; uncoloured: "
+        "no detectable difference at this sample size.",
+        _paired_blocks,
+        markdown_how="(In this Markdown version, bold marks a difference whose interval excludes zero.)"),
+    ReportSection(
+        "plots", "Plots",
+        "Distributions behind the headline numbers. Each plot has its own note on how to read it.",
+        _plots_blocks),
+    ReportSection(
+        "breakdowns", "Breakdowns",
+        "The same sessions split up: by scenario family, and by the loop rule that fired. Shares are of the "
+        "strategy's sessions; a family with few sessions is noisy.",
+        _breakdowns_blocks),
+    ReportSection(
+        "run", "Provenance",
+        "What was run: the resolved config (every default filled in), the model profile, the root seed, the "
+        "checksums of the tables, and each strategy's and scenario's parameters. Two runs with the same "
+        "config hash replay the same sessions.",
+        _run_blocks),
 )
 
 
-# The two formats ----------------------------------------------------------------------------------------
+# The page ----------------------------------------------------------------------------------------------------
+
+
+def report_page(data: ReportData) -> Page:
+    """The report as blocks: the page notes, then every section of ``SECTIONS``."""
+    # The Markdown version has no subtitle: its title is followed at once by the notes and sections.
+    subtitle = PerFormat(f"{len(data.strategies)} strategies replaying {_session_count(data)} sessions; baseline "
+                         f"{data.baseline}.", "")
+    notes: list[Block] = []
+    if data.sweep:
+        from reports.sweep import SWEEP_PAGE  # imported here: see write_report
+
+        notes.append(Paragraph(("This run is a sweep: ", sibling_page(SWEEP_PAGE), " plots every headline metric "
+                                "against each swept param and ranks the variants per model profile."),
+                               kind="note", id="sweep-link", quote=True))
+    if data.baseline_note:
+        notes.append(Paragraph(data.baseline_note, kind="note", id="baseline-note", quote=True))
+    if data.sessions.empty:
+        notes.append(Paragraph("This run directory has no sessions (a shard without batches?): nothing to report.",
+                               kind="note"))
+    return Page(f"ctxbench report: {data.run_id}", subtitle, [*notes, *(s.section(data) for s in SECTIONS)])
 
 
 def render_html(data: ReportData) -> str:
-    """``report.html``: the page notes, then every section of ``SECTIONS``."""
-    parts = [
-        *page_start(f"ctxbench report: {data.run_id}"),
-        f'<p class="subtitle">{len(data.strategies)} strategies replaying {_session_count(data)} sessions; '
-        f"baseline {escape(data.baseline)}.</p>",
-    ]
-    if data.sweep:
-        parts.append('<p class="note" id="sweep-link">This run is a sweep: <a href="sweep.html">sweep.html</a> plots '
-                     "every headline metric against each swept param and ranks the variants per model profile.</p>")
-    if data.baseline_note:
-        parts.append(f'<p class="note" id="baseline-note">{escape(data.baseline_note)}</p>')
-    if data.sessions.empty:
-        parts.append('<p class="note">This run directory has no sessions (a shard without batches?): nothing '
-                     "to report.</p>")
-    for section in SECTIONS:
-        parts += [f'<section id="{section.key}">', f"<h2>{escape(section.title)}</h2>", how_box(section.how),
-                  *section.html(data), "</section>"]
-    parts += PAGE_END
-    return "\n".join(parts)
+    """``report.html`` (:func:`report_page` in HTML)."""
+    return blocks.render_html(report_page(data))
 
 
 def render_markdown(data: ReportData) -> str:
     """``report.md``: the same sections as the HTML, in the same order, with links to the plots."""
-    out = [f"# ctxbench report: {data.run_id}", ""]
-    if data.sweep:
-        out += ["> This run is a sweep: [sweep.md](sweep.md) plots every headline metric against each swept param "
-                "and ranks the variants per model profile.", ""]
-    if data.baseline_note:
-        out += [f"> {_md_line(data.baseline_note)}", ""]
-    if data.sessions.empty:
-        out += ["This run directory has no sessions (a shard without batches?): nothing to report.", ""]
-    for section in SECTIONS:
-        how = f"{section.how} {section.markdown_how}" if section.markdown_how else section.how
-        out += [f"## {section.title}", "", md_how(how), "", *section.markdown(data)]
-    return "\n".join(out)
+    return blocks.render_markdown(report_page(data))
 
 
 def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, baseline: str | None = None,
@@ -1122,7 +1039,7 @@ def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, basel
         files[run.path / REPORT_MD] = render_markdown(data).encode()
         pages.append(run.path / REPORT_MD)
     if data.sweep:
-        # Imported here: see collect.
+        # Imported here, as reports.plots in collect: the sweep page loads matplotlib.
         from reports.sweep import sweep_files
 
         say("the sweep page")

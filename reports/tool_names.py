@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.markup import escape, html_table, md_table
+from reports.blocks import Block, Paragraph, Section, TableBlock
 from reports.tables import Cell, Table
 
 __all__ = ["ALL_STRATEGIES", "TOOL_NAME_COLUMNS", "normalization_summary", "normalization_table",
-           "tool_names_html", "tool_names_markdown"]
+           "tool_names_blocks"]
 
 SWITCH = "normalize_tool_names"
 #: The sessions columns this section reads, each optional (the report reads them when a run has them).
@@ -69,17 +69,10 @@ def normalization_table(summary: pd.DataFrame) -> Table:
                                       "syntax errors reaching a tool", "tool-syntax errors", "turns"], rows)
 
 
-def tool_names_html(sessions: pd.DataFrame) -> list[str]:
-    """The section's HTML (a heading, a note and the table), or nothing for a run without both settings."""
+def tool_names_blocks(sessions: pd.DataFrame) -> list[Block]:
+    """The section (a subsection: a heading, a note and the table), or nothing for a run without both
+    settings."""
     summary = normalization_summary(sessions)
     if summary.empty:
         return []
-    return [f"<h3>{HEADING}</h3>", f'<p class="note">{escape(NOTE)}</p>', html_table(normalization_table(summary))]
-
-
-def tool_names_markdown(sessions: pd.DataFrame) -> list[str]:
-    """The section in Markdown, or nothing for a run without both settings."""
-    summary = normalization_summary(sessions)
-    if summary.empty:
-        return []
-    return [f"### {HEADING}", "", NOTE, "", md_table(normalization_table(summary)), ""]
+    return [Section(HEADING, [Paragraph(NOTE, kind="note"), TableBlock(normalization_table(summary))], level=3)]

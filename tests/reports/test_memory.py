@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.memory import MECHANISM, memory_html, memory_markdown, memory_table, saved_table
+from reports.blocks import blocks_html, blocks_markdown
+from reports.memory import MECHANISM, memory_blocks, memory_table, saved_table
 
 
 def _sessions() -> pd.DataFrame:
@@ -26,10 +27,10 @@ def test_the_table_has_a_row_per_position_and_memory_setting() -> None:
 
 
 def test_the_section_explains_the_mechanism_and_is_absent_without_series() -> None:
-    assert MECHANISM in "\n".join(memory_markdown(_sessions()))
-    assert any("1 (33.3%) used a stale value" in part for part in memory_html(_sessions()))
+    assert MECHANISM in blocks_markdown(memory_blocks(_sessions()))
+    assert "1 (33.3%) used a stale value" in blocks_html(memory_blocks(_sessions()))
     plain = _sessions().drop(columns=["series", "series_position"])
-    assert memory_html(plain) == [] and memory_markdown(plain) == []
+    assert memory_blocks(plain) == []
 
 
 def test_what_memory_saves_is_paired_over_the_same_sessions() -> None:

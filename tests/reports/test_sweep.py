@@ -23,19 +23,16 @@ from reports import stats
 from reports.plots import DPI
 from reports.render import write_report
 from reports.stats import METRICS
-from reports.sweep import (
-    SWEEP_FIGSIZE,
+from reports.sweep import write_sweep_page
+from reports.sweep_plots import SWEEP_FIGSIZE, plot_sweep, sweep_figure, sweep_plot_name
+from reports.sweep_stats import (
     is_sweep,
     kendall_tau_b,
-    plot_sweep,
     ranking,
     ranking_stability,
     report_plot_variants,
-    sweep_figure,
-    sweep_plot_name,
     sweep_points,
     variant_name,
-    write_sweep_page,
 )
 from tests.reports.runs import SMALL_RUN, replace_table
 from tests.test_reports_imports import forbidden, loaded

@@ -10,13 +10,13 @@ import pytest
 
 from harness.run.config import RunConfig
 from harness.run.runner import run
+from reports.blocks import blocks_html, blocks_markdown
 from reports.render import collect, render_html, render_markdown
 from reports.tool_names import (
     ALL_STRATEGIES,
     TOOL_NAME_COLUMNS,
     normalization_summary,
-    tool_names_html,
-    tool_names_markdown,
+    tool_names_blocks,
 )
 from tests.reports.runs import replace_table
 
@@ -49,12 +49,12 @@ def test_the_summary_pairs_each_strategy_with_and_without_the_switch_and_pools_t
                                    sessions([False, True]).drop(columns="normalize_tool_names"), pd.DataFrame()])
 def test_nothing_is_shown_without_both_settings_or_without_the_columns(frame: pd.DataFrame) -> None:
     assert normalization_summary(frame).empty
-    assert tool_names_html(frame) == [] and tool_names_markdown(frame) == []
+    assert tool_names_blocks(frame) == []
 
 
 def test_both_formats_show_the_table() -> None:
     frame = sessions([False, True, True, False])
-    html, markdown = "\n".join(tool_names_html(frame)), "\n".join(tool_names_markdown(frame))
+    html, markdown = blocks_html(tool_names_blocks(frame)), blocks_markdown(tool_names_blocks(frame))
     assert f"<h3>{HEADING}</h3>" in html and 'id="tool-names-table"' in html
     assert f"### {HEADING}" in markdown and "| syntax errors reaching a tool |" in markdown
 

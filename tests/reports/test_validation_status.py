@@ -16,8 +16,9 @@ import scenarios
 from harness.core.rundir import ACCOUNTING_MODE, Manifest
 from harness.run.config import DEFAULT_CONFIG
 from harness.sim.profiles import PROFILE_NAMES
-from reports import validation_status as vs
+from reports.blocks import Paragraph, blocks_html, blocks_markdown
 from reports.markup import md_lines
+from reports.validation import status as vs
 from scenarios.mix import DEFAULT_FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def _figure(row: vs.Verdict) -> str:
 
 @needs_doc
 def test_the_packaged_record_is_the_documents_summary() -> None:
-    packaged = json.loads(resources.files("reports").joinpath(vs.VERDICTS_FILE).read_text(encoding="utf-8"))
+    packaged = json.loads(resources.files("reports.validation").joinpath(vs.VERDICTS_FILE).read_text(encoding="utf-8"))
     assert packaged == vs.verdict_record(DOC)
 
 
@@ -131,9 +132,9 @@ def test_refreshing_from_another_document_leaves_the_record_alone(tmp_path: Path
     other = tmp_path / "docs" / "validation.md"
     other.parent.mkdir()
     other.write_text(SMALL_DOC)
-    packaged = resources.files("reports").joinpath(vs.VERDICTS_FILE).read_bytes()
+    packaged = resources.files("reports.validation").joinpath(vs.VERDICTS_FILE).read_bytes()
     assert vs.refresh_verdicts(other) is None
-    assert resources.files("reports").joinpath(vs.VERDICTS_FILE).read_bytes() == packaged
+    assert resources.files("reports.validation").joinpath(vs.VERDICTS_FILE).read_bytes() == packaged
 
 
 # Reading and matching ------------------------------------------------------------------------------------
@@ -212,20 +213,32 @@ def test_a_manifests_setting_is_its_families_with_weight_and_its_profile() -> No
     assert vs.status_for_manifest(_manifest(mode=ACCOUNTING_MODE, scenarios=[{"name": "trace"}])) is None
 
 
+def _html(paragraph: Paragraph | None) -> str:
+    assert paragraph is not None
+    return blocks_html([paragraph])
+
+
+def _markdown(paragraph: Paragraph | None) -> str:
+    assert paragraph is not None
+    return blocks_markdown([paragraph]).rstrip("\n")
+
+
 def test_the_html_is_escaped_and_links_only_inside_the_source(tmp_path: Path) -> None:
     status = vs.validation_status(["mix"], "frontier")
-    outside = vs.validation_status_html(status, tmp_path)
+    outside = _html(vs.validation_status_paragraph(status, html_dir=tmp_path))
     assert outside.startswith('<p id="validation-status">') and outside.endswith("</p>")
     assert "<code>ctxbench validation</code>" in outside and "<a " not in outside
     assert "'" not in outside and "`" not in outside
-    assert vs.validation_status_html(None) == "" and vs.validation_status_markdown(None) == ""
+    assert vs.validation_status_paragraph(None) is None
 
 
 @needs_doc
 def test_a_report_in_the_source_links_to_the_document() -> None:
     status = vs.validation_status(["mix"], "frontier")
-    html = vs.validation_status_html(status, ROOT / "runs" / "some-run")
+    run_dir = ROOT / "runs" / "some-run"
+    html = _html(vs.validation_status_paragraph(status, html_dir=run_dir))
     assert f'<a href="../../docs/validation.md#summary">{vs.DOC_LABEL}</a>' in html
-    md = vs.validation_status_markdown(status, ROOT / "runs" / "some-run")
+    assert "<a " not in _markdown(vs.validation_status_paragraph(status, html_dir=run_dir))
+    md = _markdown(vs.validation_status_paragraph(status, markdown_dir=run_dir))
     assert f"[{vs.DOC_LABEL}](../../docs/validation.md#summary)" in md
     assert "\n" not in md and "`ctxbench validation`" in md

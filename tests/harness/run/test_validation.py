@@ -28,8 +28,8 @@ from harness.run.validation import (
     with_profile,
 )
 from reports import validation as rv
-from reports import validation_anchors as anchors
-from reports.validation_loops import SHAPES
+from reports.validation import anchors
+from reports.validation.loops import SHAPES
 
 SPEC_TARGETS = ("M1a", "M1b", "M1c", "M2a", "M2b", "M3", "P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9",
                 "P10")

@@ -26,7 +26,7 @@ from reports.calibration import (
     probe_ratios,
     with_lookup,
 )
-from reports.validation_data import Bundle, ci_pct, metric_ci, num, outcome_line, pct, pp
+from reports.validation.data import Bundle, ci_pct, metric_ci, num, outcome_line, pct, pp
 
 
 @dataclass(frozen=True)

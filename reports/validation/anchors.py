@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from reports.markup import md_lines
-from reports.validation_checks import Check, in_band
-from reports.validation_data import (
+from reports.validation.checks import Check, in_band
+from reports.validation.data import (
     Bundle,
     ci_pct,
     metric_ci,

@@ -18,8 +18,8 @@ import pandas as pd
 
 from harness.core.rundir import CALLS_TABLE
 from reports import stats
-from reports.validation_checks import Check, in_band
-from reports.validation_data import Bundle, ci_pct, metric_ci, num, outcome_line, paired_columns, pct, pp, run_order
+from reports.validation.checks import Check, in_band
+from reports.validation.data import Bundle, ci_pct, metric_ci, num, outcome_line, paired_columns, pct, pp, run_order
 
 #: The labels of the paper's three agents in both setups' configs.
 TRAP_RAW, TRAP_MASK, TRAP_SUMMARY = "raw", "masking-M10", "llm-summary-N21-M10"

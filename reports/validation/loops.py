@@ -11,7 +11,7 @@ import pandas as pd
 
 from reports import stats
 from reports.markup import md_lines
-from reports.validation_data import Bundle, ci_pct, pct
+from reports.validation.data import Bundle, ci_pct, pct
 
 #: The shapes in the order the document lists them (as harness.run.validation.LOOP_SHAPES names them).
 SHAPES = ("fault never clears", "same wrong value re-sent", "new wrong values", "re-fetch loop", "malformed calls",

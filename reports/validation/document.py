@@ -2,12 +2,12 @@
 published figure, ours with its 95% CI, and a verdict, computed from the tables `harness.run.validation`
 wrote. Like the rest of `reports`, this reads tables only and never imports the runtime.
 
-This module assembles and writes the document; the checks are in :mod:`reports.validation_checks`
-(with the verdict rule), :mod:`reports.validation_trap`, :mod:`reports.validation_anchors` (Less Context,
-AgentDiet) and :mod:`reports.validation_seed_article`, the loop shapes and the stuck floor in
-:mod:`reports.validation_loops`, the comparison with the previous document in
-:mod:`reports.validation_history`, the loaded directory and shared measurements in
-:mod:`reports.validation_data`. Claims (the seed article's drill inputs) get no verdict, only whether the
+This module assembles and writes the document; the checks are in :mod:`reports.validation.checks`
+(with the verdict rule), :mod:`reports.validation.trap`, :mod:`reports.validation.anchors` (Less Context,
+AgentDiet) and :mod:`reports.validation.seed_article`, the loop shapes and the stuck floor in
+:mod:`reports.validation.loops`, the comparison with the previous document in
+:mod:`reports.validation.history`, the loaded directory and shared measurements in
+:mod:`reports.validation.data`. Claims (the seed article's drill inputs) get no verdict, only whether the
 direction matches.
 """
 
@@ -27,13 +27,14 @@ from reports import stats
 from reports.calibration import PUBLISHED_POINTS, plot_calibration
 from reports.markup import md_lines
 from reports.render import write_report
-from reports.sweep import SWEEP_PAGE, ranking, ranking_stability
-from reports.validation_anchors import AnchorSection, anchor_sections, mapping_lines
-from reports.validation_checks import Check, calibration_gaps, mechanism_checks, probe_checks
-from reports.validation_data import Bundle, ValidationInputError, load_bundle, num, pct
-from reports.validation_history import PREVIOUS_COMMIT, changes_lines, seed_history, sweep_history
-from reports.validation_loops import loop_section
-from reports.validation_seed_article import (
+from reports.sweep import SWEEP_PAGE
+from reports.sweep_stats import ranking, ranking_stability
+from reports.validation.anchors import AnchorSection, anchor_sections, mapping_lines
+from reports.validation.checks import Check, calibration_gaps, mechanism_checks, probe_checks
+from reports.validation.data import Bundle, ValidationInputError, load_bundle, num, pct
+from reports.validation.history import PREVIOUS_COMMIT, changes_lines, seed_history, sweep_history
+from reports.validation.loops import loop_section
+from reports.validation.seed_article import (
     SeedRow,
     ablation_tables,
     frozen_versions,
@@ -41,8 +42,8 @@ from reports.validation_seed_article import (
     seed_article_rows,
     seed_profile_rows,
 )
-from reports.validation_status import refresh_verdicts
-from reports.validation_trap import (
+from reports.validation.status import refresh_verdicts
+from reports.validation.trap import (
     TRAP,
     TRAP_MASK,
     TRAP_RAW,
@@ -53,7 +54,7 @@ from reports.validation_trap import (
     trap_reference_rows,
 )
 
-# Besides the writer, the names the validation tests and the CLI read from here.
+# Besides the writer, the names the validation tests and the CLI read (through the package: reports.validation).
 __all__ = [
     "PUBLISHED_POINTS",
     "TRAP_MASK",
@@ -368,7 +369,7 @@ def write_validation(out_dir: str | Path, doc: str | Path) -> ValidationResult:
     plots["sweep"] = sorted((assets / "sweep" / PLOTS_DIR).glob("sweep-*.png"))
     text = render_document(b, checks, seed_rows, plots, ranking_section(b), doc_path.parent, anchors)
     write_atomically(doc_path, text.encode())
-    # The verdicts every run's report quotes (reports.validation_status) follow the shipped document.
+    # The verdicts every run's report quotes (reports.validation.status) follow the shipped document.
     refresh_verdicts(doc_path)
     written.append(doc_path)
     return ValidationResult(checks, written)

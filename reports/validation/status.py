@@ -3,7 +3,7 @@ the simulator reproduces and which it does not, as one short paragraph every rep
 
 The verdicts come from the Summary table of ``docs/validation.md`` (written by ``ctxbench validation``).
 A report cannot rerun the checks, and an installed wheel has no ``docs/`` folder, so the table's rows
-ship inside the package as ``reports/validation_verdicts.json``, each with the setting it was measured
+ship inside the package as ``reports/validation/verdicts.json``, each with the setting it was measured
 in (families and profile) resolved once, when the record is written: :func:`refresh_verdicts` rewrites
 the record whenever the checkout's own document is rewritten.
 
@@ -35,7 +35,7 @@ from typing import Any
 
 from harness.core.files import write_atomically
 from harness.core.rundir import ACCOUNTING_MODE, Manifest
-from reports.markup import escape
+from reports.blocks import Code, Inline, Link, Paragraph, PerFormat
 
 __all__ = [
     "DOC_LABEL",
@@ -52,13 +52,12 @@ __all__ = [
     "setting_of_config",
     "status_for_manifest",
     "validation_status",
-    "validation_status_html",
-    "validation_status_markdown",
+    "validation_status_paragraph",
     "verdict_record",
 ]
 
-#: The packaged record's file name, inside the ``reports`` package.
-VERDICTS_FILE = "validation_verdicts.json"
+#: The packaged record's file name, inside the ``reports.validation`` package.
+VERDICTS_FILE = "verdicts.json"
 #: Where the document lives in the ctxbench source, with the anchor of its Summary section.
 DOC_LINK = "docs/validation.md#summary"
 #: How the paragraph names the document: a report may be read far from any checkout.
@@ -265,7 +264,7 @@ def _packaged() -> Path:
 
 def _checkout_document() -> Path:
     """Where the document sits when this package is imported from the ctxbench source."""
-    return Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+    return Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 
 
 def refresh_verdicts(doc: str | Path, examples: Path | None = None) -> Path | None:
@@ -286,7 +285,7 @@ def refresh_verdicts(doc: str | Path, examples: Path | None = None) -> Path | No
 def load_verdicts() -> tuple[Verdict, ...]:
     """The packaged record's rows; none when the package was built without it."""
     try:
-        text = resources.files("reports").joinpath(VERDICTS_FILE).read_text(encoding="utf-8")
+        text = resources.files("reports.validation").joinpath(VERDICTS_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
         return ()
     rows = []
@@ -408,25 +407,27 @@ def _href(report_dir: Path | None) -> str | None:
     return Path(os.path.relpath(doc, here)).as_posix() + "#summary"
 
 
-def validation_status_html(status: ValidationStatus | None, report_dir: Path | None = None) -> str:
-    """The paragraph as one HTML ``<p>`` (nothing for no status); the document's name is a link when
-    ``report_dir`` (the folder the page is written to) lies in the ctxbench source."""
-    if status is None:
-        return ""
-    body = escape(status.text).replace(escape(f"`{COMMAND}`"), f"<code>{escape(COMMAND)}</code>")
-    href = _href(report_dir)
-    if href is not None:
-        body = body.replace(escape(DOC_LABEL), f'<a href="{escape(href)}">{escape(DOC_LABEL)}</a>', 1)
-    return f'<p id="validation-status">{body}</p>'
+def _status_text(text: str, href: str | None) -> Inline:
+    """``text`` with the command as code and, when ``href`` is given, the document's name a link to it."""
+    def coded(part: str) -> tuple[Inline, ...]:
+        pieces = part.split(f"`{COMMAND}`")
+        spans: list[Inline] = [pieces[0]]
+        for piece in pieces[1:]:
+            spans += [Code(COMMAND), piece]
+        return tuple(spans)
+
+    if href is None or DOC_LABEL not in text:
+        return coded(text)
+    before, _, after = text.partition(DOC_LABEL)
+    return (*coded(before), Link(DOC_LABEL, href), *coded(after))
 
 
-def validation_status_markdown(status: ValidationStatus | None, report_dir: Path | None = None) -> str:
-    """The paragraph as one Markdown line (nothing for no status); the document's name is a link as in
-    :func:`validation_status_html`."""
+def validation_status_paragraph(status: ValidationStatus | None, html_dir: Path | None = None,
+                                markdown_dir: Path | None = None) -> Paragraph | None:
+    """The paragraph as a block (None for no status). The document's name is a link where the page of
+    that format is written to a folder (``html_dir``, ``markdown_dir``) inside the ctxbench source, and
+    plain text elsewhere or where no folder is given."""
     if status is None:
-        return ""
-    body = " ".join(status.text.splitlines())
-    href = _href(report_dir)
-    if href is not None:
-        body = body.replace(DOC_LABEL, f"[{DOC_LABEL}]({href})", 1)
-    return body
+        return None
+    html, markdown = _status_text(status.text, _href(html_dir)), _status_text(status.text, _href(markdown_dir))
+    return Paragraph(html if html == markdown else PerFormat(html, markdown), id="validation-status")

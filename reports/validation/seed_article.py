@@ -18,8 +18,8 @@ import pandas as pd
 from harness.core.rundir import Manifest
 from reports import stats
 from reports.markup import md_lines
-from reports.validation_checks import Check
-from reports.validation_data import Bundle, num, paired_columns, pct, pp, run_order
+from reports.validation.checks import Check
+from reports.validation.data import Bundle, num, paired_columns, pct, pp, run_order
 
 #: The article's two agents: A = unbounded, contracts off, plain errors; B = offload, typed contracts,
 #: three-class errors (the labels of examples/seed-article.toml).

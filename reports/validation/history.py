@@ -1,5 +1,5 @@
 """What moved since the previous published document: its figures for the seed article and the sweep,
-kept as data in ``reports/validation_history.json`` (copied from docs/validation.md as generated at the
+kept as data in ``reports/validation/history.json`` (copied from docs/validation.md as generated at the
 commit the file names, the run before the mock model's v2 changes), set beside this run's, with the model
 changes between the two that can move them. The comparison is computed; only the previous figures and the
 list of changes are written by hand.
@@ -15,15 +15,16 @@ import numpy as np
 import pandas as pd
 
 from reports.markup import md_lines
-from reports.sweep import ranking
+from reports.sweep_stats import ranking
 from reports.tables import format_relative
-from reports.validation_data import Bundle, num, pct, pp
-from reports.validation_seed_article import SeedRow
+from reports.validation.data import Bundle, num, pct, pp
+from reports.validation.seed_article import SeedRow
 
-#: The history's file name, inside the ``reports`` package. Unlike the verdicts record it is not optional:
+#: The history's file name, inside the ``reports.validation`` package. Unlike the verdicts record it is not optional:
 #: the document's history section cannot be written without it, so a missing file fails on import.
-HISTORY_FILE = "validation_history.json"
-_HISTORY: dict[str, Any] = json.loads(resources.files("reports").joinpath(HISTORY_FILE).read_text(encoding="utf-8"))
+HISTORY_FILE = "history.json"
+_HISTORY: dict[str, Any] = json.loads(resources.files("reports.validation").joinpath(HISTORY_FILE).read_text(
+    encoding="utf-8"))
 
 #: The previous document's run.
 PREVIOUS_COMMIT: str = _HISTORY["previous_commit"]
