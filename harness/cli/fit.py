@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, add_quiet
+from harness.cli.flags import TRACE_FORMATS_SLOT, Subparsers, add_format_flag, add_quiet
 
 #: Sessions generated for the side-by-side when ``--sessions`` is not given: about ten seconds of replay,
 #: and enough for the quartiles of the comparison table to settle.
@@ -33,7 +33,7 @@ def add_parser(subparsers: Subparsers) -> None:
                     "a trace or a flag is wrong or an output exists without --force (one line on stderr).")
     fit.add_argument("traces", nargs="+", metavar="TRACE", help="trace files or directories")
     fit.add_argument("--out", required=True, help="the run config to write (e.g. workload.toml)")
-    fit.add_argument("--format", default=None, help="trace format (default: detected from each file)")
+    add_format_flag(fit, f"trace format, one of: {TRACE_FORMATS_SLOT}; default: detected from each file")
     fit.add_argument("--report", default=None, help="report folder (default: <out stem>-fit/ next to --out)")
     fit.add_argument("--sessions", type=int, default=DEFAULT_COMPARISON_SESSIONS,
                      help=f"sessions generated for the comparison (default: {DEFAULT_COMPARISON_SESSIONS})")
@@ -133,7 +133,7 @@ def _replace_folder(report: Path, write: Callable[[Path], object]) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Load the transcripts, fit, generate the comparison sessions, write the report and the config."""
-    from harness.run.traces import FORMATS, TraceError, load_traces
+    from harness.run.traces import TraceError, format_names, load_traces
 
     out = Path(args.out)
     report = Path(args.report) if args.report else out.with_name(f"{out.stem}-fit")
@@ -141,8 +141,8 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--sessions: expected at least 1, got {args.sessions}")
     if not 0 <= args.seed <= MAX_SEED:
         raise UsageError(f"--seed: expected 0 to 2**63-1, got {args.seed}")
-    if args.format is not None and args.format not in FORMATS:
-        raise UsageError(f"--format: unknown format {args.format!r} (known: {', '.join(FORMATS)})")
+    if args.format is not None and args.format not in format_names():
+        raise UsageError(f"--format: unknown format {args.format!r} (known: {', '.join(format_names())})")
     _check_outputs(out, report, args.force)
 
     from harness.core.files import write_atomically

@@ -1,11 +1,13 @@
 """Flags several subcommands share, declared once so they cannot drift, and the readers of their values:
 the run flags of `run` and `sweep` (and `load_run_config`, which applies them to a config), comma-separated
-name lists, ``--shard K/N`` and ``--param`` values.
+name lists, ``--shard K/N`` and ``--param`` values, and ``--format`` of `replay` and `fit`, whose help lists
+the trace formats of the registry.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -61,6 +63,45 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--otel", choices=["file", "otlp"],
                         help="export the run as OpenTelemetry traces once its tables are written: file "
                              "(RUN_DIR/traces.otlp.jsonl) or otlp (OTLP/HTTP, set by OTEL_EXPORTER_OTLP_* variables)")
+
+
+#: Where the help text of `add_format_flag` names the trace formats, filled in when the help is printed.
+TRACE_FORMATS_SLOT = "{trace formats}"
+
+
+def add_format_flag(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--format`` of the commands that read traces. ``help`` names the trace formats at `TRACE_FORMATS_SLOT`:
+    every format of the registry, built-in and third-party, each with its one-line description. Building the
+    parser imports no library module, so the formats are looked up only when the help is printed (the parser's
+    formatter becomes `_TraceFormatsHelp`)."""
+    parser.add_argument("--format", default=None, help=help)
+    parser.formatter_class = _TraceFormatsHelp
+
+
+class _TraceFormatsHelp(argparse.HelpFormatter):
+    """A help formatter that fills `TRACE_FORMATS_SLOT` in when it formats an option's help: that is only
+    when help is printed, never while the parser is built (argparse may check help texts then)."""
+
+    def _format_action(self, action: argparse.Action) -> str:
+        text = action.help
+        if isinstance(text, str) and TRACE_FORMATS_SLOT in text:
+            action = copy.copy(action)
+            # Doubled: argparse expands ``%(default)s`` and the like in the filled-in text.
+            action.help = text.replace(TRACE_FORMATS_SLOT, _trace_formats_listed().replace("%", "%%"))
+        return super()._format_action(action)
+
+
+def _trace_formats_listed() -> str:
+    """The trace formats as the help lists them: ``name (description), ...``. A third-party format that cannot
+    be loaded leaves the built-ins listed and says so: help still prints, the command itself will refuse."""
+    from harness.core.registry import PluginError
+    from harness.run.traces.registry import BUILTIN_FORMATS, trace_formats
+
+    try:
+        formats, trouble = trace_formats(), ""
+    except PluginError as e:
+        formats, trouble = BUILTIN_FORMATS, f"; not listed: {e}"
+    return ", ".join(f"{f.name} ({f.description})" for f in formats) + trouble
 
 
 def names(text: str | None, flag: str) -> list[str] | None:

@@ -32,9 +32,9 @@ def add_parser(subparsers: Subparsers) -> None:
                     "config, the directory or a flag is wrong (one line on stderr).")
     replay.add_argument("traces", nargs="+", metavar="TRACE",
                         help="trace files or session directories (a directory of traces is read whole)")
-    replay.add_argument("--format", default=None,
-                        help="the traces' format: atif, openai-chat, openai-responses, anthropic, strands, openhands "
-                             "(default: detected per file)")
+    from harness.cli.flags import TRACE_FORMATS_SLOT, add_format_flag
+
+    add_format_flag(replay, f"the traces' format, one of: {TRACE_FORMATS_SLOT}; default: detected per file")
     replay.add_argument("--config", default=None,
                         help="TOML config whose strategies (labels, params) and model profile to use (default: every "
                              "registered strategy with its defaults)")
@@ -111,10 +111,10 @@ def handle(args: argparse.Namespace) -> int:
     """Read the traces, replay them, write the run directory and its report; the paths on stdout."""
     from harness.cli.run import print_note
     from harness.run.accounting import replay_traces
-    from harness.run.traces import FORMATS, load_traces
+    from harness.run.traces import format_names, load_traces
 
-    if args.format is not None and args.format not in FORMATS:
-        raise UsageError(f"--format: unknown trace format {args.format!r} (known: {', '.join(FORMATS)})")
+    if args.format is not None and args.format not in format_names():
+        raise UsageError(f"--format: unknown trace format {args.format!r} (known: {', '.join(format_names())})")
     paths = [Path(t) for t in args.traces]
     out = Path(args.out) if args.out else default_out(paths)
     check_out(out)

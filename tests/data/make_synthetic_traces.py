@@ -14,14 +14,14 @@ import argparse
 from pathlib import Path
 
 from harness.run.fitting import write_synthetic_traces
-from harness.run.traces import FORMATS
+from harness.run.traces import TRACE_FORMATS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--sessions", type=int, default=100)
-    parser.add_argument("--format", default="anthropic", choices=[f for f in FORMATS if f != "openhands"])
+    parser.add_argument("--format", default="anthropic", choices=[f for f in TRACE_FORMATS if f != "openhands"])
     parser.add_argument("--scenario", default="k8s_crashloop")
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)

@@ -1,10 +1,19 @@
 """Trace import: real agent transcripts read into ctxbench's normal form (`ImportedSession`), for replay.
 
-Formats (`FORMATS`), one module each: ``atif`` (ATIF v1.x trajectories), ``openai-chat`` (Chat
-Completions messages), ``openai-responses`` (Responses items), ``anthropic`` (Messages API), ``strands``
-(strands-agents session directories) and ``openhands`` (OpenHands SDK conversation directories). Each
-module's docstring cites the documentation it follows and says what it keeps, skips and turns into
-placeholders.
+Formats, one module each, which declares the format as ``FORMAT``, a `TraceFormat`: its name, whether it
+is a file or a session-directory format, a one-line description, its own sniffer (``sniff``: the `Claim`
+it makes on a trace), its reader (``load``) and its writer, if any (``dump``). Built in (`TRACE_FORMATS`):
+``atif`` (ATIF v1.x trajectories), ``openai-chat`` (Chat Completions messages), ``openai-responses``
+(Responses items), ``anthropic`` (Messages API), ``strands`` (strands-agents session directories) and
+``openhands`` (OpenHands SDK conversation directories). Each module's docstring cites the documentation it
+follows and says what it keeps, skips and turns into placeholders. Third-party formats are `TraceFormat`
+values named by entry points of the group ``ctxbench.trace_formats`` (`ENTRY_POINT_GROUP`).
+
+`registry` lists the formats once (`trace_formats`, `format_names`: the built-ins, then the third-party
+ones, loaded on first use); detection, loading, the walk of a folder (which directories are session
+directories) and writing all go through that list. Detection asks every format for its claim and gives
+the trace to the earliest (a mark of the whole document beats one on its messages; among messages, the
+first distinctive mark wins: `sniffing`); equal claims of two formats are a `TraceError` naming both.
 
 The normal form (`normal.TranscriptBuilder`): roles ``user`` and ``assistant`` alternate (consecutive
 messages of one role are merged); ``messages[0]`` is the user's task; tool calls are ToolUse blocks of
@@ -25,65 +34,56 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.run.traces import anthropic, atif, openai_chat, openai_responses, openhands, strands
-from harness.run.traces.normal import FORMATS, ImportedSession, TraceError, replace_surrogates, type_name
+from harness.run.traces.formats import DIRECTORY, FILE, Claim, TraceFormat
+from harness.run.traces.normal import ImportedSession, TraceError, replace_surrogates
 from harness.run.traces.reading import JSONL_SUFFIXES, TraceText, collecting_notes, read_trace
+from harness.run.traces.registry import (
+    ENTRY_POINT_GROUP,
+    TRACE_FORMATS,
+    find_format,
+    format_names,
+    is_session_dir,
+    sniff_directory,
+    sniff_file,
+    trace_formats,
+    unknown_directory,
+)
 
-__all__ = ["FORMATS", "ImportedSession", "TraceError", "detect_format", "dump_session", "load_trace",
-           "load_traces"]
+__all__ = ["DIRECTORY", "ENTRY_POINT_GROUP", "FILE", "TRACE_FORMATS", "Claim", "ImportedSession", "TraceError",
+           "TraceFormat", "TraceText", "detect_format", "dump_session", "format_names", "load_trace", "load_traces",
+           "trace_formats"]
 
-_FILE_PARSERS: dict[str, Callable[[TraceText, str], list[ImportedSession]]] = {
-    "atif": atif.parse,
-    "openai-chat": openai_chat.parse,
-    "openai-responses": openai_responses.parse,
-    "anthropic": anthropic.parse,
-}
-_DIR_LOADERS: dict[str, Callable[[Path], list[ImportedSession]]] = {
-    "strands": strands.load,
-    "openhands": openhands.load,
-}
-_WRITERS: dict[str, Callable[[ImportedSession], Any]] = {
-    "atif": atif.dump,
-    "openai-chat": openai_chat.dump,
-    "openai-responses": openai_responses.dump,
-    "anthropic": anthropic.dump,
-    "strands": strands.dump,
-}
 #: File suffixes `load_traces` picks up when it walks a directory.
 TRACE_SUFFIXES = (".json", *JSONL_SUFFIXES)
-_RESPONSES_ITEM_TYPES = frozenset({"function_call", "function_call_output", "custom_tool_call",
-                                   "custom_tool_call_output", "message"}) | openai_responses.SKIPPED_ITEMS
-_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
 def detect_format(path: Path) -> str:
-    """The format of a trace file or session directory, sniffed from its content (see `FORMATS`); TraceError
-    "unknown trace format" saying what was seen."""
+    """The format of a trace file or session directory, sniffed from its content (see `trace_formats`);
+    TraceError "unknown trace format" saying what was seen."""
     if path.is_dir():
-        return _detect_dir(path)
-    return _sniff(read_trace(path))
+        return _detect_dir(path).name
+    return sniff_file(read_trace(path)).name
 
 
 def load_trace(path: Path, fmt: str | None = None) -> list[ImportedSession]:
     """The sessions of one trace file or one session directory (``fmt`` forces a format; default: sniffed)."""
-    _check_format_name(path, fmt)
+    forced = _format_named(path, fmt)
     if path.is_dir():
-        fmt = fmt or _detect_dir(path)
-        if fmt not in _DIR_LOADERS:
-            raise TraceError(str(path), "directory", f"a {fmt} trace is a file, not a directory")
+        chosen = forced or _detect_dir(path)
+        if chosen.kind != DIRECTORY:
+            raise TraceError(str(path), "directory", f"a {chosen.name} trace is a file, not a directory")
         try:
-            return [_named(s) for s in _DIR_LOADERS[fmt](path)]
+            return [_named(s) for s in chosen.load(path)]
         except OSError as e:  # a session directory or file that cannot be listed or opened
             raise TraceError(str(path), "directory", f"cannot be read ({e.strerror or e})") from None
-    if fmt in _DIR_LOADERS:
-        raise TraceError(str(path), "line 1", f"a {fmt} trace is a session directory, not a file")
+    if forced is not None and forced.kind == DIRECTORY:
+        raise TraceError(str(path), "line 1", f"a {forced.name} trace is a session directory, not a file")
     trace = read_trace(path)
-    return [_named(s) for s in _FILE_PARSERS[fmt or _sniff(trace)](trace, path.stem)]
+    return [_named(s) for s in (forced or sniff_file(trace)).load(trace)]
 
 
 def _named(session: ImportedSession) -> ImportedSession:
@@ -98,10 +98,11 @@ def _named(session: ImportedSession) -> ImportedSession:
 
 def load_traces(paths: Sequence[Path], fmt: str | None = None, *,
                 notes: list[str] | None = None) -> list[ImportedSession]:
-    """The sessions of all ``paths``, in order. A directory that is not itself a strands or OpenHands session
-    directory is walked (sorted, hidden entries skipped) for trace files (`TRACE_SUFFIXES`) and session
-    directories. Each real folder is walked once and each real file or session directory read once, however
-    many paths or symbolic links lead to it: a link back into a folder already walked (a loop) is skipped.
+    """The sessions of all ``paths``, in order. A directory that is not itself a session directory (one a
+    directory format claims: strands, OpenHands, ...) is walked (sorted, hidden entries skipped) for trace
+    files (`TRACE_SUFFIXES`) and session directories. Each real folder is walked once and each real file or
+    session directory read once, however many paths or symbolic links lead to it: a link back into a folder
+    already walked (a loop) is skipped.
     ``notes`` receives one line per file whose text reading had to change (lone surrogates replaced)."""
     if notes is None:
         return _load_all(paths, fmt)
@@ -115,8 +116,8 @@ def _load_all(paths: Sequence[Path], fmt: str | None) -> list[ImportedSession]:
     sessions: list[ImportedSession] = []
     seen: set[tuple[int, int]] = set()
     for path in paths:
-        _check_format_name(path, fmt)
-        if path.is_dir() and not _is_session_dir(path):
+        _format_named(path, fmt)
+        if path.is_dir() and not is_session_dir(path):
             found = _walk(path, seen)
             if found is None:  # this folder was walked already (given twice, or through a link)
                 continue
@@ -131,14 +132,15 @@ def _load_all(paths: Sequence[Path], fmt: str | None) -> list[ImportedSession]:
 
 def dump_session(session: ImportedSession, fmt: str) -> str | dict[str, str]:
     """The session written in ``fmt``: JSON text for a file format, ``{relative path: JSON text}`` for a
-    directory format. Writers: atif, openai-chat, openai-responses, anthropic, strands. Loading the result
-    gives the same messages, except where a format cannot say it: OpenAI formats have no error status (results
-    read back as ``success``) and write an assistant's text before its calls; ATIF joins a message's texts
-    into one."""
-    writer = _WRITERS.get(fmt)
-    if writer is None:
-        raise ValueError(f"no writer for trace format {fmt!r} (writers: {', '.join(sorted(_WRITERS))})")
-    written = writer(session)
+    directory format. Writers: the formats with a ``dump`` (built-in: atif, openai-chat, openai-responses,
+    anthropic, strands). Loading the result gives the same messages, except where a format cannot say it:
+    OpenAI formats have no error status (results read back as ``success``) and write an assistant's text
+    before its calls; ATIF joins a message's texts into one."""
+    chosen = find_format(fmt)
+    if chosen is None or chosen.dump is None:
+        writers = sorted(f.name for f in trace_formats() if f.dump is not None)
+        raise ValueError(f"no writer for trace format {fmt!r} (writers: {', '.join(writers)})")
+    written = chosen.dump(session)
     if isinstance(written, dict) and all(isinstance(v, str) for v in written.values()):
         return written
     return json.dumps(written, indent=2, ensure_ascii=False) + "\n"
@@ -146,22 +148,21 @@ def dump_session(session: ImportedSession, fmt: str) -> str | dict[str, str]:
 
 # Detection -----------------------------------------------------------------------------------------------
 
-def _check_format_name(path: Path, fmt: str | None) -> None:
-    if fmt is not None and fmt not in FORMATS:
-        raise TraceError(str(path), "format", f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})")
+def _format_named(path: Path, fmt: str | None) -> TraceFormat[Any] | None:
+    """The format ``fmt`` names (None when not given); TraceError when it names none."""
+    if fmt is None:
+        return None
+    chosen = find_format(fmt)
+    if chosen is None:
+        raise TraceError(str(path), "format", f"unknown trace format {fmt!r} (one of: {', '.join(format_names())})")
+    return chosen
 
 
-def _is_session_dir(path: Path) -> bool:
-    return openhands.is_session_dir(path) or strands.is_session_dir(path)
-
-
-def _detect_dir(path: Path) -> str:
-    if openhands.is_session_dir(path):
-        return "openhands"
-    if strands.is_session_dir(path):
-        return "strands"
-    raise TraceError(str(path), "directory", "unknown trace format: a directory without events/ (OpenHands) or "
-                     "agents/ (strands session) or messages/ (strands agent)")
+def _detect_dir(path: Path) -> TraceFormat[Path]:
+    chosen = sniff_directory(path)
+    if chosen is None:
+        raise unknown_directory(path)
+    return chosen
 
 
 def _first_visit(path: Path, seen: set[tuple[int, int]]) -> bool:
@@ -202,87 +203,10 @@ def _walk(directory: Path, seen: set[tuple[int, int]]) -> list[Path] | None:
         if entry.is_dir():
             if not _first_visit(entry, seen):
                 continue
-            if _is_session_dir(entry):
+            if is_session_dir(entry):
                 found.append(entry)
             else:
                 stack.append(_listing(entry))
         elif entry.suffix.lower() in TRACE_SUFFIXES and _first_visit(entry, seen):
             found.append(entry)
     return found
-
-
-def _sniff(trace: TraceText) -> str:
-    first = trace.records[0]
-    value = first.value
-    if isinstance(value, dict):
-        if "schema_version" in value or ("steps" in value and "agent" in value):
-            return "atif"
-        if "messages" not in value and any(k in value for k in ("input", "output", "instructions")):
-            return "openai-responses"
-        if "messages" in value:
-            if "system" in value:
-                return "anthropic"
-            messages = value["messages"]
-            if isinstance(messages, list):
-                return _sniff_items(trace, messages, "openai-chat")
-    if isinstance(value, list):
-        return _sniff_items(trace, value, None)
-    if trace.jsonl and isinstance(value, dict):
-        return _sniff_items(trace, [r.value for r in trace.records], None)
-    raise _unknown(trace, value)
-
-
-def _sniff_items(trace: TraceText, items: list[Any], default: str | None) -> str:
-    """The format a list of messages or items shows: the first distinctive mark wins; plain user/assistant text
-    messages read the same in every chat format, so they default to openai-chat."""
-    # Non-objects are left to the format's reader, which names them; the objects decide the format.
-    plain = any(isinstance(item, dict) for item in items)
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        role = item.get("role")
-        if isinstance(kind, str) and kind in _RESPONSES_ITEM_TYPES and (kind != "message" or "role" in item):
-            return "openai-responses"
-        if role == "tool" or "tool_calls" in item or "tool_call_id" in item:
-            return "openai-chat"
-        if "schema_version" in item:
-            return "atif"
-        if isinstance(item.get("messages"), list):  # JSONL of conversations
-            return "anthropic" if "system" in item else _sniff_items(trace, item["messages"], "openai-chat")
-        if any(k in item for k in ("input", "output")) and "role" not in item:
-            return "openai-responses"
-        content = item.get("content")
-        if isinstance(content, list):
-            for part in content:
-                part_type = part.get("type") if isinstance(part, dict) else None
-                if part_type in _ANTHROPIC_BLOCKS:
-                    return "anthropic"
-                if part_type in _RESPONSES_PARTS:
-                    return "openai-responses"
-                if part_type == "image_url":
-                    return "openai-chat"
-        if role not in ("user", "assistant", "system", "developer"):
-            plain = False
-    if default is not None:
-        return default
-    if plain:
-        return "openai-chat"
-    raise _unknown(trace, items)
-
-
-_PLURAL = {"a number": "numbers", "a string": "strings", "a boolean": "booleans", "null": "nulls",
-           "an array": "arrays", "an object": "objects"}
-
-
-def _unknown(trace: TraceText, value: Any) -> TraceError:
-    if isinstance(value, dict):
-        keys = ", ".join(repr(k) for k in list(value)[:6])
-        seen = f"a JSON object with keys {keys}" if value else "an empty JSON object"
-    elif isinstance(value, list):
-        kinds = sorted({_PLURAL.get(type_name(v), type_name(v)) for v in value[:50]})
-        seen = f"an array of {' and '.join(kinds)}" if value else "an empty array"
-    else:
-        seen = f"a JSON value that is {type_name(value)}"
-    return TraceError(trace.source, trace.records[0].where,
-                      f"unknown trace format ({seen}); expected one of: {', '.join(FORMATS)}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.messages import Role, Text, ToolResult, ToolUse
+from harness.run.traces.formats import FILE, Claim, TraceFormat
 from harness.run.traces.normal import (
     FILE_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
@@ -26,8 +27,9 @@ from harness.run.traces.normal import (
 )
 from harness.run.traces.openai_chat import header_session
 from harness.run.traces.reading import TraceText, conversations, derived_id
+from harness.run.traces.sniffing import Marks, claim, part_type
 
-FORMAT = "anthropic"
+NAME = "anthropic"
 _PLACEHOLDERS = {"image": IMAGE_PLACEHOLDER, "document": FILE_PLACEHOLDER}
 #: Blocks that are not conversation text or client tool calls (thinking, server-side tools).
 SKIPPED_BLOCKS = frozenset({
@@ -37,7 +39,7 @@ SKIPPED_BLOCKS = frozenset({
 })
 
 
-def parse(trace: TraceText, name: str) -> list[ImportedSession]:
+def parse(trace: TraceText) -> list[ImportedSession]:
     """The sessions of an Anthropic Messages trace file."""
     reader = JsonReader(trace.source)
     found = conversations(trace, ("messages",), 'a Messages request ({"messages": [...]}) or an array of messages')
@@ -49,7 +51,7 @@ def parse(trace: TraceText, name: str) -> list[ImportedSession]:
             builder.system(_system(reader, header["system"], child(conversation.where, "system")))
         for value, where in conversation.items:
             _message(reader, builder, value, where)
-        sessions.append(header_session(trace.source, header, builder, FORMAT, derived_id(name, index, len(found))))
+        sessions.append(header_session(trace.source, header, builder, NAME, derived_id(trace.stem, index, len(found))))
     return sessions
 
 
@@ -153,3 +155,35 @@ def dump(session: ImportedSession) -> dict[str, Any]:
         doc["tools"] = [{"name": n, "input_schema": {"type": "object"}} for n in session.tools]
     doc["messages"] = messages
     return doc
+
+
+# Sniffing ------------------------------------------------------------------------------------------------
+
+#: Content blocks only the Messages API has.
+_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _document_rank(document: dict[str, Any]) -> int | None:
+    # Rank 2, after ATIF's and Responses' keys: a top-level "system" beside "messages" is a Messages request.
+    return 2 if "messages" in document and "system" in document else None
+
+
+def _conversation(conversation: dict[str, Any]) -> bool:
+    return "system" in conversation
+
+
+def _part(part: dict[str, Any]) -> bool:
+    return part_type(part) in _BLOCKS
+
+
+_MARKS = Marks(document=_document_rank, part=_part, conversation=_conversation)
+
+
+def sniff(trace: TraceText) -> Claim | None:
+    """Whether ``trace`` is Anthropic Messages: a conversation with a ``system`` key, or Messages-only content
+    blocks (``tool_use``, ``tool_result``, thinking)."""
+    return claim(trace, _MARKS)
+
+
+FORMAT = TraceFormat(name=NAME, kind=FILE, description="Anthropic Messages API", sniff=sniff, load=parse,
+                     dump=dump)

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from harness.core.messages import Text, ToolResult, ToolUse
+from harness.run.traces.formats import FILE, Claim, TraceFormat
 from harness.run.traces.normal import (
     AUDIO_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
@@ -29,18 +30,19 @@ from harness.run.traces.normal import (
 )
 from harness.run.traces.openai_chat import tool_names
 from harness.run.traces.reading import TraceText, derived_id
+from harness.run.traces.sniffing import Marks, claim
 
-FORMAT = "atif"
+NAME = "atif"
 SCHEMA_VERSION = "ATIF-v1.8"
 _VERSION = re.compile(r"^ATIF-v1\.\d+$")
 _PLACEHOLDERS = {"image": IMAGE_PLACEHOLDER, "audio": AUDIO_PLACEHOLDER}
 
 
-def parse(trace: TraceText, name: str) -> list[ImportedSession]:
+def parse(trace: TraceText) -> list[ImportedSession]:
     """The sessions (one per trajectory) of an ATIF file."""
     reader = JsonReader(trace.source)
     count = len(trace.records)
-    return [_trajectory(reader, r.value, r.where, name, i, count) for i, r in enumerate(trace.records)]
+    return [_trajectory(reader, r.value, r.where, trace.stem, i, count) for i, r in enumerate(trace.records)]
 
 
 def _trajectory(reader: JsonReader, value: Any, where: str, name: str, index: int, count: int) -> ImportedSession:
@@ -61,7 +63,7 @@ def _trajectory(reader: JsonReader, value: Any, where: str, name: str, index: in
     return ImportedSession(
         source=reader.source,
         session_id=session_id or derived_id(name, index, count),
-        format=FORMAT,
+        format=NAME,
         system=builder.system_prompt,
         messages=builder.build(),
         model=model,
@@ -171,3 +173,27 @@ def dump(session: ImportedSession) -> dict[str, Any]:
                                            for n in session.tools]} if session.tools else {})},
         "steps": numbered,
     }
+
+
+# Sniffing ------------------------------------------------------------------------------------------------
+
+def _document_rank(document: dict[str, Any]) -> int | None:
+    # Rank 0, before every other format: a trajectory's own keys say what it is, whatever else it holds.
+    return 0 if "schema_version" in document or ("steps" in document and "agent" in document) else None
+
+
+def _item_rank(item: dict[str, Any]) -> int | None:
+    # A trajectory in an array or a later JSONL line; after the OpenAI marks (ranks 1, 2) of the same object.
+    return 3 if "schema_version" in item else None
+
+
+_MARKS = Marks(document=_document_rank, item=_item_rank)
+
+
+def sniff(trace: TraceText) -> Claim | None:
+    """Whether ``trace`` is ATIF: a ``schema_version``, or ``steps`` with an ``agent``."""
+    return claim(trace, _MARKS)
+
+
+FORMAT = TraceFormat(name=NAME, kind=FILE, description="ATIF v1.x trajectories", sniff=sniff, load=parse,
+                     dump=dump)

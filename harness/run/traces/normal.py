@@ -17,9 +17,6 @@ from typing import Any
 
 from harness.core.messages import Block, Kind, Message, ResultStatus, Role, Text, ToolResult, ToolUse, default_meter
 
-#: Names of the trace formats ctxbench reads, in the order `ctxbench replay --format` lists them.
-FORMATS: tuple[str, ...] = ("atif", "openai-chat", "openai-responses", "anthropic", "strands", "openhands")
-
 #: What an image, audio clip, document or other binary part becomes: the transcript keeps its place, not its
 #: bytes (token accounting of media is provider-specific and out of scope).
 IMAGE_PLACEHOLDER = "[image omitted]"
@@ -52,7 +49,7 @@ class ImportedSession:
     source: str
     #: The trace's own id when it has one, else derived from the file name (and the index in the file).
     session_id: str
-    #: One of `FORMATS`.
+    #: The name of the trace format it was read from (`harness.run.traces.format_names`).
     format: str
     #: The system prompt ("" when the trace has none).
     system: str

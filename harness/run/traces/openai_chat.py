@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.messages import Text, ToolResult, ToolUse
+from harness.run.traces.formats import FILE, Claim, TraceFormat
 from harness.run.traces.normal import (
     AUDIO_PLACEHOLDER,
     FILE_PLACEHOLDER,
@@ -27,12 +28,13 @@ from harness.run.traces.normal import (
     parse_arguments,
 )
 from harness.run.traces.reading import TraceText, conversations, derived_id
+from harness.run.traces.sniffing import Marks, claim, part_type
 
-FORMAT = "openai-chat"
+NAME = "openai-chat"
 _PART_PLACEHOLDERS = {"image_url": IMAGE_PLACEHOLDER, "input_audio": AUDIO_PLACEHOLDER, "file": FILE_PLACEHOLDER}
 
 
-def parse(trace: TraceText, name: str) -> list[ImportedSession]:
+def parse(trace: TraceText) -> list[ImportedSession]:
     """The sessions of a Chat Completions trace file."""
     reader = JsonReader(trace.source)
     found = conversations(trace, ("messages",), 'a chat conversation ({"messages": [...]}) or an array of messages')
@@ -42,7 +44,7 @@ def parse(trace: TraceText, name: str) -> list[ImportedSession]:
         builder = TranscriptBuilder(trace.source, conversation.where)
         for value, where in conversation.items:
             _message(reader, builder, value, where)
-        sessions.append(header_session(trace.source, header, builder, FORMAT, derived_id(name, index, len(found))))
+        sessions.append(header_session(trace.source, header, builder, NAME, derived_id(trace.stem, index, len(found))))
     return sessions
 
 
@@ -195,3 +197,36 @@ def dump(session: ImportedSession) -> dict[str, Any]:
 def _text_content(texts: list[str]) -> str | list[dict[str, str]]:
     # One text is the plain string every client writes; several stay separate parts so blocks survive.
     return texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+
+
+# Sniffing ------------------------------------------------------------------------------------------------
+
+#: Roles whose plain text messages read the same in every chat format: a trace of nothing else is read as
+#: Chat Completions, the most common of them.
+_PLAIN_ROLES = ("user", "assistant", "system", "developer")
+
+
+def _item_rank(item: dict[str, Any]) -> int | None:
+    # Rank 2: after a Responses item type (rank 1), which a Responses item with a role "tool" also has.
+    return 2 if item.get("role") == "tool" or "tool_calls" in item or "tool_call_id" in item else None
+
+
+def _part(part: dict[str, Any]) -> bool:
+    return part_type(part) == "image_url"
+
+
+def _plain(item: dict[str, Any]) -> bool:
+    return item.get("role") in _PLAIN_ROLES
+
+
+_MARKS = Marks(item=_item_rank, part=_part, reads_conversations=True, plain=_plain)
+
+
+def sniff(trace: TraceText) -> Claim | None:
+    """Whether ``trace`` is Chat Completions: tool messages or calls, ``image_url`` parts; else a conversation
+    or plain user/assistant messages no other format marks."""
+    return claim(trace, _MARKS)
+
+
+FORMAT = TraceFormat(name=NAME, kind=FILE, description="Chat Completions messages", sniff=sniff, load=parse,
+                     dump=dump)

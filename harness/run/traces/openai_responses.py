@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.messages import Text, ToolResult, ToolUse
+from harness.run.traces.formats import FILE, Claim, TraceFormat
 from harness.run.traces.normal import (
     AUDIO_PLACEHOLDER,
     FILE_PLACEHOLDER,
@@ -29,8 +30,9 @@ from harness.run.traces.normal import (
 )
 from harness.run.traces.openai_chat import header_session
 from harness.run.traces.reading import TraceText, conversations, derived_id
+from harness.run.traces.sniffing import Marks, claim, part_type
 
-FORMAT = "openai-responses"
+NAME = "openai-responses"
 _TEXT_PARTS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal",
                "summary_text": "text"}
 _PLACEHOLDERS = {"input_image": IMAGE_PLACEHOLDER, "input_file": FILE_PLACEHOLDER,
@@ -46,7 +48,7 @@ SKIPPED_ITEMS = frozenset({
 ITEM_KEYS = ("input", "output")
 
 
-def parse(trace: TraceText, name: str) -> list[ImportedSession]:
+def parse(trace: TraceText) -> list[ImportedSession]:
     """The sessions of a Responses trace file."""
     reader = JsonReader(trace.source)
     found = conversations(trace, ITEM_KEYS, 'a Responses request or response ({"input": [...]}) or an array of items')
@@ -61,7 +63,7 @@ def parse(trace: TraceText, name: str) -> list[ImportedSession]:
                 builder.text("user", value, reader.source, where)
             else:
                 _item(reader, builder, value, where)
-        sessions.append(header_session(trace.source, header, builder, FORMAT, derived_id(name, index, len(found))))
+        sessions.append(header_session(trace.source, header, builder, NAME, derived_id(trace.stem, index, len(found))))
     return sessions
 
 
@@ -138,3 +140,43 @@ def dump(session: ImportedSession) -> dict[str, Any]:
         doc["tools"] = [{"type": "function", "name": n} for n in session.tools]
     doc["input"] = items
     return doc
+
+
+# Sniffing ------------------------------------------------------------------------------------------------
+
+#: Item types only the Responses API has (a ``message`` item counts when it has a role).
+_ITEM_TYPES = frozenset({"function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
+                         "message"}) | SKIPPED_ITEMS
+_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
+
+
+def _document_rank(document: dict[str, Any]) -> int | None:
+    # Rank 1: after ATIF's keys; a conversation's "messages" makes it a chat format's, not a Responses object.
+    if "messages" not in document and any(k in document for k in (*ITEM_KEYS, "instructions")):
+        return 1
+    return None
+
+
+def _item_rank(item: dict[str, Any]) -> int | None:
+    kind = item.get("type")
+    if isinstance(kind, str) and kind in _ITEM_TYPES and (kind != "message" or "role" in item):
+        return 1  # before every other mark of the same object
+    if any(k in item for k in ITEM_KEYS) and "role" not in item:
+        return 5  # a request or response in an array or JSONL: after a nested conversation
+    return None
+
+
+def _part(part: dict[str, Any]) -> bool:
+    return part_type(part) in _PARTS
+
+
+_MARKS = Marks(document=_document_rank, item=_item_rank, part=_part)
+
+
+def sniff(trace: TraceText) -> Claim | None:
+    """Whether ``trace`` is Responses: ``input``/``output``/``instructions`` objects, Responses item types or
+    ``input_*``/``output_text`` parts."""
+    return claim(trace, _MARKS)
+
+
+FORMAT = TraceFormat(name=NAME, kind=FILE, description="Responses items", sniff=sniff, load=parse, dump=dump)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.messages import Role
+from harness.run.traces.formats import DIRECTORY, Claim, TraceFormat
 from harness.run.traces.normal import (
     IMAGE_PLACEHOLDER,
     ImportedSession,
@@ -44,7 +45,7 @@ from harness.run.traces.normal import (
 )
 from harness.run.traces.reading import read_json
 
-FORMAT = "openhands"
+NAME = "openhands"
 _EVENT_FILE = re.compile(r"^event-(\d{5,})-([0-9a-fA-F\-]{8,})\.json$")
 
 
@@ -68,7 +69,7 @@ def load(path: Path) -> list[ImportedSession]:
             raise TraceError(str(file), "$", f"event {expected} is missing (the event numbers must run "
                              f"0, 1, 2, ... without a gap; this file is number {number})")
         _event(builder, file, tools)
-    return [ImportedSession(source=str(path), session_id=session_id or path.name, format=FORMAT,
+    return [ImportedSession(source=str(path), session_id=session_id or path.name, format=NAME,
                             system=builder.system_prompt, messages=builder.build(), model=model,
                             tools=tuple(tools))]
 
@@ -150,3 +151,12 @@ def _content(reader: JsonReader, value: Any, where: str) -> list[tuple[str, str]
         else:
             raise reader.error(child(part_where, "type"), f"unknown content type {kind!r}")
     return out
+
+
+def sniff(path: Path) -> Claim | None:
+    """Whether ``path`` is an OpenHands conversation directory (`is_session_dir`); rank 0, before strands."""
+    return Claim.document(0) if is_session_dir(path) else None
+
+
+FORMAT = TraceFormat(name=NAME, kind=DIRECTORY, description="OpenHands SDK conversation directories",
+                     sniff=sniff, load=load, looks_for="events/ (OpenHands)")

@@ -53,6 +53,11 @@ class TraceText:
     records: tuple[Record, ...]
     jsonl: bool
 
+    @property
+    def stem(self) -> str:
+        """The file's name without its suffix, after which sessions without an id of their own are named."""
+        return Path(self.source).stem
+
 
 def read_text(path: Path) -> str:
     """The UTF-8 text of a trace file; TraceError for a missing, unreadable, huge, binary or non-UTF-8 file."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.messages import Role, to_converse
+from harness.run.traces.formats import DIRECTORY, Claim, TraceFormat
 from harness.run.traces.normal import (
     AUDIO_PLACEHOLDER,
     FILE_PLACEHOLDER,
@@ -38,7 +39,7 @@ from harness.run.traces.normal import (
 )
 from harness.run.traces.reading import read_json
 
-FORMAT = "strands"
+NAME = "strands"
 _MESSAGE_FILE = re.compile(r"^message_(\d+)\.json$")
 _PLACEHOLDERS = {"image": IMAGE_PLACEHOLDER, "document": FILE_PLACEHOLDER, "video": VIDEO_PLACEHOLDER,
                  "audio": AUDIO_PLACEHOLDER}
@@ -91,7 +92,7 @@ def _agent(source: str, agent_dir: Path, session_id: str) -> ImportedSession:
             raise TraceError(str(file), "$.message_id", f"message_{expected}.json is missing (the numbers must "
                              f"run 0, 1, 2, ... without a gap; this file is number {number})")
         _message_file(builder, file, number)
-    return ImportedSession(source=source, session_id=session_id, format=FORMAT, system="",
+    return ImportedSession(source=source, session_id=session_id, format=NAME, system="",
                            messages=builder.build())
 
 
@@ -199,3 +200,13 @@ def dump(session: ImportedSession) -> dict[str, str]:
 
 def _json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def sniff(path: Path) -> Claim | None:
+    """Whether ``path`` is a strands session or agent directory (`is_session_dir`). Rank 1: a folder that
+    also holds OpenHands' ``events/`` is read as OpenHands."""
+    return Claim.document(1) if is_session_dir(path) else None
+
+
+FORMAT = TraceFormat(name=NAME, kind=DIRECTORY, description="strands-agents session directories", sniff=sniff,
+                     load=load, dump=dump, looks_for="agents/ (strands session) or messages/ (strands agent)")

@@ -13,7 +13,7 @@ from harness.core.rundir import ACCOUNTING_MODE, CALLS_TABLE, HIDDEN_TABLE, SESS
 from harness.run.accounting import replay_entries, replay_traces
 from harness.run.config import config_from_data
 from harness.run.directory import RunError
-from harness.run.traces import FORMATS, load_traces
+from harness.run.traces import TRACE_FORMATS, load_traces
 from harness.sim.profiles import profile
 
 TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
@@ -25,7 +25,7 @@ def sessions() -> list:  # type: ignore[type-arg]
 
 
 def test_the_samples_cover_every_format(sessions: list) -> None:  # type: ignore[type-arg]
-    assert {s.format for s in sessions} == set(FORMATS)
+    assert {s.format for s in sessions} == set(TRACE_FORMATS)
 
 
 def test_unbounded_accounting_equals_the_transcripts_tokens(sessions: list, tmp_path: Path) -> None:  # type: ignore[type-arg]

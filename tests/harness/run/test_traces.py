@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.core.messages import Text, ToolResult, ToolUse
 from harness.run.traces import (
-    FORMATS,
+    TRACE_FORMATS,
     ImportedSession,
     TraceError,
     detect_format,
@@ -127,7 +127,7 @@ def test_each_sample_loads_in_normal_form(fmt: str, rel: str, ids: list[str], co
         assert len(ids_seen) == len(set(ids_seen))
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", TRACE_FORMATS)
 def test_incident_session_has_parallel_calls_an_error_and_a_large_output(fmt: str) -> None:
     """The incident session of every format: two parallel calls, a large log output, one error (where the
     format can say so), and a final answer."""
@@ -187,7 +187,7 @@ def test_every_malformed_file_is_in_the_table() -> None:
 
 @pytest.mark.parametrize(("fmt", "rel"), [(g[0], g[1]) for g in GOOD], ids=[g[1] for g in GOOD])
 def test_a_forced_wrong_format_is_a_trace_error_not_a_crash(fmt: str, rel: str) -> None:
-    for other in FORMATS:
+    for other in TRACE_FORMATS:
         if other == fmt:
             continue
         try:
