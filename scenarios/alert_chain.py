@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
+from harness.core.tools import ToolRegistry
 from scenarios.base import Call, Fault, Handoff, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, InvalidScript, ScriptDraft, lit
 from scenarios.deploy_regression import (
@@ -25,6 +26,7 @@ from scenarios.deploy_regression import (
     EXCEPTIONS,
     LOG_TERMS,
     PANELS,
+    ROLLOUT_TOOLS,
     config_diff,
     configmap_text,
     error_rate_query,
@@ -42,6 +44,7 @@ from scenarios.deploy_regression import (
     trace_text,
 )
 from scenarios.draws import BASE32, HEX
+from scenarios.ops_tools import ops_tools
 from scenarios.text import (
     fill_lines,
     stack_trace,
@@ -67,6 +70,14 @@ SCOPE_IN = {
 FINAL_FACTS = ["bad_release", "culprit_flag", "good_release", "change_id"]
 TOP_SERVICES_QUERY = ('topk(8, sum by (service) (rate(http_requests_total{code=~"5.."}[5m])) / '
                       'sum by (service) (rate(http_requests_total[5m])))')
+
+#: The tools an alert_chain session calls: kubectl, logs, traces and metrics, and deploy_regression's
+#: rollout tools.
+TOOLS = ToolRegistry({
+    **ops_tools("kubectl_get", "kubectl_describe", "kubectl_logs", "kubectl_delete_namespace", "log_search",
+                "trace_lookup", "metrics_query"),
+    **ROLLOUT_TOOLS,
+}, where=__name__)
 
 
 class AlertChainParams(ScenarioParams):
@@ -478,6 +489,7 @@ class AlertChain(ScenarioFamily):
     """Five agents in a chain (analysis to reporting) work one post-deploy error spike, handing facts over."""
 
     Params = AlertChainParams
+    tools = TOOLS
 
     def generate(self, seed: int, series: Series | None = None) -> SessionScript:
         return AlertChainDraft(self.name, seed, self.params, series).script()

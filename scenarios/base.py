@@ -9,7 +9,9 @@ property that `harness.core.messages.FactScanner` checks.
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -23,6 +25,7 @@ from pydantic import (
 
 from harness.core.registry import Registry
 from harness.core.tokens import default_tokenizer
+from harness.core.tools import ToolArgs, register_tools
 from scenarios.draws import Draws, derive_seed
 
 ENTRY_POINT_GROUP = "ctxbench.scenarios"
@@ -297,10 +300,15 @@ class ScenarioParams(_Model):
 
 
 class ScenarioFamily(abc.ABC):
-    """A generator of session scripts. Subclasses set ``Params`` and implement ``generate``."""
+    """A generator of session scripts. Subclasses set ``Params`` and ``tools`` and implement ``generate``."""
 
     name: ClassVar[str] = ""
     Params: ClassVar[type[ScenarioParams]] = ScenarioParams
+    #: The tools its scripts call, name -> argument contract (a `harness.core.tools.ToolRegistry`, or any
+    #: mapping): its own contracts and the shared ones of `scenarios.ops_tools` it uses. `register` adds
+    #: them to the catalogue the runtime looks contracts up in; a family that only picks among other
+    #: families' scripts (``mix``) declares none.
+    tools: ClassVar[Mapping[str, type[ToolArgs]]] = MappingProxyType({})
 
     def __init__(self, params: ScenarioParams) -> None:
         self.params = params
@@ -312,8 +320,23 @@ class ScenarioFamily(abc.ABC):
 
 
 _REGISTRY: Registry[type[ScenarioFamily]] = Registry("scenario", ENTRY_POINT_GROUP)
-#: Class decorator: register a scenario family under a name (twice is an error).
-register = _REGISTRY.register
+F = TypeVar("F", bound=type[ScenarioFamily])
+
+
+def register(name: str) -> Callable[[F], F]:
+    """Class decorator: register a scenario family under ``name`` (twice is an error), its ``tools``
+    first (`harness.core.tools.register_tools`), so a family whose tools are refused (another contract
+    under a registered name, a near-duplicate name) is not registered either."""
+    add_family = _REGISTRY.register(name)
+
+    def decorate(cls: F) -> F:
+        register_tools(cls.tools, where=f"scenario {name}")
+        add_family(cls)
+        return cls
+
+    return decorate
+
+
 #: The family registered under a name; KeyError listing the known names otherwise.
 get = _REGISTRY.get
 names = _REGISTRY.names

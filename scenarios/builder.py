@@ -147,7 +147,7 @@ class ScriptBuilder:
         """A step (not appended): ``args`` maps arg -> fact key or `lit` template. With the
         ``hyphenated_tools`` param on, the tool (and the shortcut's) is named as `hyphenated` says."""
         if tool not in CATALOGUE:
-            raise InvalidScript(f"unknown tool {tool!r}")
+            raise InvalidScript(f"unknown tool {tool!r}: no registered family declares it (ScenarioFamily.tools)")
         if self.params.hyphenated_tools:
             # Both names share one contract, so every draw below (and the script) is otherwise the same.
             tool = hyphenated(tool)

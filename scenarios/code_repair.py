@@ -37,10 +37,11 @@ the filler text never uses, so no value can occur by chance.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StrictInt
+from pydantic import Field, StrictBool, StrictInt, StrictStr
 
+from harness.core.tools import ToolArgs, ToolRegistry
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import TURNS_MAX, TURNS_MIN, CoreStep, ScriptDraft, lit
 from scenarios.draws import HEX, Draws
@@ -100,6 +101,85 @@ PYTEST_HEADER = ("============================= test session starts ============
 NARROW = 'More than {n} lines matched for "{pattern}" in {where}. Please narrow your search.'
 EDITED = ("File updated. Please review the changes and make sure they are correct (correct indentation, no "
           "duplicate lines, etc). Edit the file again if necessary.")
+
+
+# The tools: a SWE-agent-like set. Latencies (J): file operations a few tenths of a second (the viewer,
+# grep and edit run in a container), a pytest run several seconds.
+RepoPath = Annotated[StrictStr, Field(min_length=1, max_length=400, pattern=r"^[^/\s]\S*$")]
+LineNumber = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+
+
+class OpenFile(ToolArgs):
+    description = "Open a file in the viewer: the 100-line window around a line (default the first), numbered."
+    median_latency_s = 0.3
+    path: RepoPath
+    line: LineNumber | None = None
+
+
+class Scroll(ToolArgs):
+    description = "Move the viewer on a file to the 100-line window that starts at a line."
+    median_latency_s = 0.3
+    path: RepoPath
+    line: LineNumber
+
+
+class SearchRepo(ToolArgs):
+    description = ("Search the files under a path (default the repository root) for a text; lists path:line:text "
+                   "matches, or asks to narrow the search when more than 100 lines match.")
+    median_latency_s = 0.5
+    pattern: Annotated[StrictStr, Field(min_length=1)]
+    path: RepoPath | None = None
+
+
+class RunTests(ToolArgs):
+    description = "Run pytest on a test path or test id (default: the whole suite)."
+    median_latency_s = 8.0
+    target: Annotated[StrictStr, Field(min_length=1)] | None = None
+    tb: Literal["auto", "long", "short", "line", "no"] = "auto"
+    verbose: StrictBool = False
+    keyword: Annotated[StrictStr, Field(min_length=1)] | None = None
+
+
+class EditFile(ToolArgs):
+    description = "Replace lines start_line..end_line (inclusive) of a file with new text; shows the edited window."
+    median_latency_s = 0.4
+    path: RepoPath
+    start_line: LineNumber
+    end_line: LineNumber
+    replacement: StrictStr
+
+
+class Bash(ToolArgs):
+    description = "Run a shell command in the repository and return its output."
+    median_latency_s = 0.5
+    command: Annotated[StrictStr, Field(min_length=1)]
+
+
+class Submit(ToolArgs):
+    description = "Submit the working tree's changes as the final patch (prints the diff)."
+    median_latency_s = 1.0
+
+
+class DeleteFile(ToolArgs):
+    description = "Delete a file from the repository."
+    dangerous = True
+    median_latency_s = 0.2
+    path: RepoPath
+
+
+
+
+#: The tools a code_repair session calls, none shared with the ops families.
+TOOLS = ToolRegistry({
+    "open_file": OpenFile,
+    "scroll": Scroll,
+    "search_repo": SearchRepo,
+    "run_tests": RunTests,
+    "edit_file": EditFile,
+    "bash": Bash,
+    "submit": Submit,
+    "delete_file": DeleteFile,
+}, where=__name__)
 
 
 class CodeRepairParams(ScenarioParams):
@@ -844,6 +924,7 @@ class CodeRepair(ScenarioFamily):
 
     Params = CodeRepairParams
     params: CodeRepairParams
+    tools = TOOLS
 
     def generate(self, seed: int, series: Series | None = None) -> SessionScript:
         return CodeRepairDraft(self.name, seed, self.params, series).script()

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
+from pydantic import Field, StrictStr
+
+from harness.core.tools import ToolArgs, ToolRegistry
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, Draws
+from scenarios.ops_tools import Limit, Name, ops_tools
 from scenarios.text import Clock, fill_lines, metric_series, psql_table
 
 SERVICES = ("checkout", "orders", "billing", "inventory", "accounts", "shipping", "catalog", "ledger")
@@ -65,6 +69,47 @@ TABLE_SIZES_SQL = ("SELECT relname, pg_size_pretty(pg_total_relation_size(relid)
                    "pg_total_relation_size(relid) DESC")
 SETTINGS_SQL = "SELECT name, setting, unit, source FROM pg_settings WHERE source <> 'default'"
 USER_TABLES_SQL = "SELECT relname, seq_scan, seq_tup_read, idx_scan, n_live_tup FROM pg_stat_user_tables"
+
+
+class DbQuery(ToolArgs):
+    description = "Run a read-only SQL query against a database."
+    median_latency_s = 1.0
+    database: Name
+    sql: StrictStr
+    limit: Limit = 100
+
+
+class DbExplain(ToolArgs):
+    description = "Show the execution plan (EXPLAIN ANALYZE) of a query."
+    median_latency_s = 1.0
+    database: Name
+    query_id: Name
+
+
+class DbCreateIndex(ToolArgs):
+    description = "Create an index concurrently on a table."
+    median_latency_s = 8.0
+    database: Name
+    table: Name
+    columns: Annotated[list[StrictStr], Field(min_length=1)]
+
+
+class DbDropTable(ToolArgs):
+    description = "Drop a table."
+    dangerous = True
+    median_latency_s = 1.0
+    database: Name
+    table: Name
+
+
+#: The tools a db_slow_query session calls: logs and metrics, and the database's own.
+TOOLS = ToolRegistry({
+    **ops_tools("log_search", "metrics_query"),
+    "db_query": DbQuery,
+    "db_explain": DbExplain,
+    "db_create_index": DbCreateIndex,
+    "db_drop_table": DbDropTable,
+}, where=__name__)
 
 
 class DbSlowQueryParams(ScenarioParams):
@@ -507,6 +552,7 @@ class DbSlowQuery(ScenarioFamily):
     """Postgres: trace a p99 latency jump to a Seq Scan query, add the missing index, verify."""
 
     Params = DbSlowQueryParams
+    tools = TOOLS
 
     def generate(self, seed: int, series: Series | None = None) -> SessionScript:
         return DbSlowQueryDraft(self.name, seed, self.params, series).script()

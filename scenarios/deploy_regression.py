@@ -1,7 +1,8 @@
 """`deploy_regression`: a service's error rate jumped right after a deploy; find the release, the
 previous good one and the config flag the new release turned on, roll back, verify.
 
-The text helpers here (release tables, config diffs, rollout logs) are shared with `alert_chain`.
+The text helpers here (release tables, config diffs, rollout logs) and the rollout tools' contracts
+(`ROLLOUT_TOOLS`) are shared with `alert_chain`.
 
 Look-ups (docs/model.md 1): ``culprit_flag`` is latent, the one flag of the config diff that
 explains the errors among the others changed in the release; every other fact is literal.
@@ -14,9 +15,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import ClassVar
 
+from harness.core.tools import ToolArgs, ToolRegistry
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, Draws
+from scenarios.ops_tools import Limit, Name, Namespace, ops_tools
 from scenarios.text import (
     MESSAGES,
     ROUTES,
@@ -66,6 +69,51 @@ EXCEPTIONS = (
     ("java.util.concurrent.TimeoutException", "upstream call exceeded 250 ms under new code path"),
 )
 LOG_TERMS = ("status=500", "timeout", "upstream", "retry", "level=ERROR", "connection reset", "panic", "5xx")
+
+
+# The rollout tools' contracts (alert_chain calls them too).
+class DeployStatus(ToolArgs):
+    description = "Show a service's rollout status and current release."
+    median_latency_s = 0.8
+    service: Name
+    namespace: Namespace
+
+
+class ReleaseList(ToolArgs):
+    description = "List a service's recent releases."
+    median_latency_s = 0.8
+    service: Name
+    limit: Limit = 20
+
+
+class ReleaseDiff(ToolArgs):
+    description = "Diff the config and code between two releases."
+    median_latency_s = 1.0
+    service: Name
+    from_release: Name
+    to_release: Name
+
+
+class Rollback(ToolArgs):
+    description = "Roll a service back to a release."
+    median_latency_s = 8.0
+    service: Name
+    to_release: Name
+
+
+#: The rollout tools by name.
+ROLLOUT_TOOLS: dict[str, type[ToolArgs]] = {
+    "deploy_status": DeployStatus,
+    "release_list": ReleaseList,
+    "release_diff": ReleaseDiff,
+    "rollback": Rollback,
+}
+#: The tools a deploy_regression session calls: kubectl, logs, traces and metrics, and the rollout tools.
+TOOLS = ToolRegistry({
+    **ops_tools("kubectl_get", "kubectl_describe", "kubectl_delete_namespace", "log_search", "trace_lookup",
+                "metrics_query"),
+    **ROLLOUT_TOOLS,
+}, where=__name__)
 
 
 class DeployRegressionParams(ScenarioParams):
@@ -546,6 +594,7 @@ class DeployRegression(ScenarioFamily):
     """Deploy regression: errors jumped after a release; find the culprit flag in the diff, roll back, verify."""
 
     Params = DeployRegressionParams
+    tools = TOOLS
 
     def generate(self, seed: int, series: Series | None = None) -> SessionScript:
         return DeployRegressionDraft(self.name, seed, self.params, series).script()

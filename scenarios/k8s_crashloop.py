@@ -9,11 +9,15 @@ what identifies it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
+from pydantic import Field, StrictStr
+
+from harness.core.tools import ToolArgs, ToolRegistry
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, HEX
+from scenarios.ops_tools import Name, Namespace, ops_tools
 from scenarios.text import (
     fill_lines,
     filler_pod,
@@ -28,6 +32,23 @@ from scenarios.text import (
 DEPLOYMENTS = ("checkout", "payments", "cart", "search", "inventory", "pricing", "ledger", "notify")
 OTHER_NAMESPACES = ("default", "kube-system", "monitoring", "ingress", "logging", "batch")
 POD_COLUMNS = ("NAME", "READY", "STATUS", "RESTARTS", "AGE")
+
+
+class KubectlSetResources(ToolArgs):
+    description = "Set a container's memory limit on a deployment (a rolling update)."
+    median_latency_s = 0.6
+    deployment: Name
+    namespace: Namespace
+    container: Name
+    memory_limit: Annotated[StrictStr, Field(pattern=r"^[0-9]+(Mi|Gi)$")]
+
+
+#: The tools a k8s_crashloop session calls: kubectl, logs and metrics, and the fix its own.
+TOOLS = ToolRegistry({
+    **ops_tools("kubectl_get", "kubectl_describe", "kubectl_logs"),
+    "kubectl_set_resources": KubectlSetResources,
+    **ops_tools("kubectl_delete_namespace", "log_search", "metrics_query"),
+}, where=__name__)
 
 
 class K8sCrashloopParams(ScenarioParams):
@@ -248,6 +269,7 @@ class K8sCrashloop(ScenarioFamily):
     """Kubernetes: find the crashlooping pod, read its OOMKilled logs, raise the memory limit, verify."""
 
     Params = K8sCrashloopParams
+    tools = TOOLS
 
     def generate(self, seed: int, series: Series | None = None) -> SessionScript:
         return K8sCrashloopDraft(self.name, seed, self.params, series).script()

@@ -18,9 +18,11 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from harness.core.tools import ToolArgs, ToolRegistry
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
 from scenarios.builder import CoreStep, ScriptDraft, lit
 from scenarios.draws import BASE32, HEX, Draws
+from scenarios.ops_tools import Name, Namespace, ops_tools
 from scenarios.text import (
     LEVELS,
     MESSAGES,
@@ -66,6 +68,21 @@ POD_COLUMNS = ("NAME", "READY", "STATUS", "RESTARTS", "AGE")
 DUMP_SIGMA = 0.6
 #: Rough size of one needle group, kept free in a dump's byte budget.
 NEEDLE_BYTES = 1200
+
+
+class RestartService(ToolArgs):
+    description = "Restart a service's pods."
+    median_latency_s = 8.0
+    service: Name
+    namespace: Namespace
+
+
+#: The tools a log_triage session calls: kubectl, logs, traces and metrics, and the fix its own.
+TOOLS = ToolRegistry({
+    **ops_tools("kubectl_get", "kubectl_logs", "kubectl_delete_namespace", "log_search", "trace_lookup",
+                "metrics_query"),
+    "restart_service": RestartService,
+}, where=__name__)
 
 
 class LogTriageParams(ScenarioParams):
@@ -434,6 +451,7 @@ class LogTriage(ScenarioFamily):
 
     Params = LogTriageParams
     params: LogTriageParams
+    tools = TOOLS
 
     def generate(self, seed: int, series: Series | None = None) -> SessionScript:
         return LogTriageDraft(self.name, seed, self.params, series).script()

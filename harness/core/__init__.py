@@ -5,12 +5,13 @@ through the ``ctxbench.strategies`` entry points): the window a strategy sees (`
 messages and blocks it holds, the token count, and the offload stub format. They are stable.
 
 The other modules of this package are shared by the layers above and are not part of that kit:
-`harness.core.tools` (tool contracts and error classes), `harness.core.switches` (the runtime
-switches), `harness.core.registry` (name registries with entry points), `harness.core.crn` (common
-random numbers), `harness.core.files` (atomic writes), `harness.core.output_paths` (where a command
-may write), `harness.core.rundir` (the run directory's files and its `Manifest`), `harness.core.tables`
-(the tables' outcome names, keys and columns), `harness.core.suggest` (the "did you mean" of every
-error about an unknown name) and `harness.core.errors` (the place and text of a pydantic error).
+`harness.core.tools` (the base of tool contracts, the catalogue scenario families declare their tools
+into, and the error classes), `harness.core.switches` (the runtime switches), `harness.core.registry`
+(name registries with entry points), `harness.core.crn` (common random numbers), `harness.core.files`
+(atomic writes), `harness.core.output_paths` (where a command may write), `harness.core.rundir` (the
+run directory's files and its `Manifest`), `harness.core.tables` (the tables' outcome names, keys and
+columns), `harness.core.suggest` (the "did you mean" of every error about an unknown name) and
+`harness.core.errors` (the place and text of a pydantic error).
 Nothing here imports another project package.
 """
 

@@ -1,11 +1,17 @@
-"""The tool catalogue: typed argument contracts, the schemas a model sees, and the error classes
-the runtime reports (docs/model.md 3.2).
+"""The tool machinery: typed argument contracts, the catalogue a session's runtime registers, the
+schemas a model sees, and the error classes the runtime reports (docs/model.md 3.2).
 
-Each tool has a pydantic model for its arguments (its contract). With contracts on, the runtime
-validates a call against it *before* running the tool and answers a failure with a structured
+Each tool has a pydantic model for its arguments (its contract, a `ToolArgs`). With contracts on, the
+runtime validates a call against it *before* running the tool and answers a failure with a structured
 `ContractError` naming the field; with contracts off the raw call reaches the tool. Failures of a
 valid call are `EngineeringError`s (do not retry blindly: take the fallback). The third class,
 fatal, is not a tool result: the breaker ends the session (outcome ``blocked`` or ``budget_exceeded``).
+
+The contracts are declared where the tools are used: the runtime's own ``retrieve_payload`` here
+(`RUNTIME_TOOLS`), every other tool by the scenario families that call it (a family's ``tools``,
+scenarios/base.py), which `register_tools` adds to the process-wide `CATALOGUE` when the family is
+registered, built-in or plugin alike. The runtime finds a contract there by name (`contract`,
+`validate_call`), so this layer never imports the families.
 
 The catalogue is a `ToolRegistry`: like strands-agents' registry it refuses two names that differ
 only by ``-``/``_``, and it resolves a name written with ``_`` for a registered ``-`` by strands' rule
@@ -20,9 +26,10 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from harness.core.errors import error_path
 from harness.core.stubs import HANDLE_RE
@@ -35,12 +42,6 @@ class ErrorClass(StrEnum):
 
 
 # Argument contracts ----------------------------------------------------------------------------
-
-Name = Annotated[StrictStr, Field(min_length=1, max_length=253)]
-Namespace = Annotated[StrictStr, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
-Minutes = Annotated[StrictInt, Field(ge=1, le=10_080)]
-Limit = Annotated[StrictInt, Field(ge=1, le=10_000)]
-
 
 #: Lognormal sigma of tool latency around each tool's median (docs/model.md 6.1: 0.5, J). No source
 #: gives a spread for ops tools; 0.5 puts p95 at 2.3x the median, a tail that timeouts and the
@@ -60,138 +61,7 @@ class ToolArgs(BaseModel):
     median_latency_s: ClassVar[float] = 1.0
 
 
-class KubectlGet(ToolArgs):
-    description = "List Kubernetes resources of a kind in a namespace."
-    median_latency_s = 0.6
-    resource: Literal["pods", "deployments", "events", "nodes", "configmaps", "services"]
-    namespace: Namespace
-    selector: StrictStr | None = None
-
-
-class KubectlDescribe(ToolArgs):
-    description = "Describe one Kubernetes object (status, events, limits)."
-    median_latency_s = 0.6
-    kind: Literal["pod", "deployment", "node", "configmap"]
-    name: Name
-    namespace: Namespace
-
-
-class KubectlLogs(ToolArgs):
-    description = "Fetch a pod's container logs."
-    median_latency_s = 1.2
-    pod: Name
-    namespace: Namespace
-    container: StrictStr | None = None
-    previous: StrictBool = False
-    tail: Annotated[StrictInt, Field(ge=1, le=100_000)] = 500
-
-
-class KubectlSetResources(ToolArgs):
-    description = "Set a container's memory limit on a deployment (a rolling update)."
-    median_latency_s = 0.6
-    deployment: Name
-    namespace: Namespace
-    container: Name
-    memory_limit: Annotated[StrictStr, Field(pattern=r"^[0-9]+(Mi|Gi)$")]
-
-
-class KubectlDeleteNamespace(ToolArgs):
-    description = "Delete a whole namespace and everything in it."
-    dangerous = True
-    median_latency_s = 8.0
-    namespace: Namespace
-
-
-class LogSearch(ToolArgs):
-    description = "Search a service's logs for a query over a time window."
-    median_latency_s = 2.5
-    service: Name
-    query: StrictStr
-    since_minutes: Minutes = 60
-    limit: Limit = 1000
-
-
-class TraceLookup(ToolArgs):
-    description = "Fetch every span of a distributed trace."
-    median_latency_s = 1.5
-    trace_id: Name
-
-
-class MetricsQuery(ToolArgs):
-    description = "Evaluate a metrics query over a time window."
-    median_latency_s = 1.5
-    query: StrictStr
-    window_minutes: Minutes = 60
-    step_seconds: Annotated[StrictInt, Field(ge=1, le=3600)] = 60
-
-
-class DbQuery(ToolArgs):
-    description = "Run a read-only SQL query against a database."
-    median_latency_s = 1.0
-    database: Name
-    sql: StrictStr
-    limit: Limit = 100
-
-
-class DbExplain(ToolArgs):
-    description = "Show the execution plan (EXPLAIN ANALYZE) of a query."
-    median_latency_s = 1.0
-    database: Name
-    query_id: Name
-
-
-class DbCreateIndex(ToolArgs):
-    description = "Create an index concurrently on a table."
-    median_latency_s = 8.0
-    database: Name
-    table: Name
-    columns: Annotated[list[StrictStr], Field(min_length=1)]
-
-
-class DbDropTable(ToolArgs):
-    description = "Drop a table."
-    dangerous = True
-    median_latency_s = 1.0
-    database: Name
-    table: Name
-
-
-class DeployStatus(ToolArgs):
-    description = "Show a service's rollout status and current release."
-    median_latency_s = 0.8
-    service: Name
-    namespace: Namespace
-
-
-class ReleaseList(ToolArgs):
-    description = "List a service's recent releases."
-    median_latency_s = 0.8
-    service: Name
-    limit: Limit = 20
-
-
-class ReleaseDiff(ToolArgs):
-    description = "Diff the config and code between two releases."
-    median_latency_s = 1.0
-    service: Name
-    from_release: Name
-    to_release: Name
-
-
-class Rollback(ToolArgs):
-    description = "Roll a service back to a release."
-    median_latency_s = 8.0
-    service: Name
-    to_release: Name
-
-
-class RestartService(ToolArgs):
-    description = "Restart a service's pods."
-    median_latency_s = 8.0
-    service: Name
-    namespace: Namespace
-
-
+# No contract has a docstring: pydantic would put it in the JSON schema a model sees.
 class RetrievePayload(ToolArgs):
     description = "Read back (a page of) a tool output that was offloaded behind a handle."
     median_latency_s = 0.05
@@ -199,70 +69,6 @@ class RetrievePayload(ToolArgs):
     key: StrictStr | None = None
     offset: Annotated[StrictInt, Field(ge=0)] = 0
     length: Annotated[StrictInt, Field(ge=1)] | None = None
-
-
-# Code repair (scenarios.code_repair): a SWE-agent-like set. Latencies (J): file operations a few
-# tenths of a second (the viewer, grep and edit run in a container), a pytest run several seconds.
-RepoPath = Annotated[StrictStr, Field(min_length=1, max_length=400, pattern=r"^[^/\s]\S*$")]
-LineNumber = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
-
-
-class OpenFile(ToolArgs):
-    description = "Open a file in the viewer: the 100-line window around a line (default the first), numbered."
-    median_latency_s = 0.3
-    path: RepoPath
-    line: LineNumber | None = None
-
-
-class Scroll(ToolArgs):
-    description = "Move the viewer on a file to the 100-line window that starts at a line."
-    median_latency_s = 0.3
-    path: RepoPath
-    line: LineNumber
-
-
-class SearchRepo(ToolArgs):
-    description = ("Search the files under a path (default the repository root) for a text; lists path:line:text "
-                   "matches, or asks to narrow the search when more than 100 lines match.")
-    median_latency_s = 0.5
-    pattern: Annotated[StrictStr, Field(min_length=1)]
-    path: RepoPath | None = None
-
-
-class RunTests(ToolArgs):
-    description = "Run pytest on a test path or test id (default: the whole suite)."
-    median_latency_s = 8.0
-    target: Annotated[StrictStr, Field(min_length=1)] | None = None
-    tb: Literal["auto", "long", "short", "line", "no"] = "auto"
-    verbose: StrictBool = False
-    keyword: Annotated[StrictStr, Field(min_length=1)] | None = None
-
-
-class EditFile(ToolArgs):
-    description = "Replace lines start_line..end_line (inclusive) of a file with new text; shows the edited window."
-    median_latency_s = 0.4
-    path: RepoPath
-    start_line: LineNumber
-    end_line: LineNumber
-    replacement: StrictStr
-
-
-class Bash(ToolArgs):
-    description = "Run a shell command in the repository and return its output."
-    median_latency_s = 0.5
-    command: Annotated[StrictStr, Field(min_length=1)]
-
-
-class Submit(ToolArgs):
-    description = "Submit the working tree's changes as the final patch (prints the diff)."
-    median_latency_s = 1.0
-
-
-class DeleteFile(ToolArgs):
-    description = "Delete a file from the repository."
-    dangerous = True
-    median_latency_s = 0.2
-    path: RepoPath
 
 
 # The registry ------------------------------------------------------------------------------------
@@ -340,36 +146,12 @@ class ToolRegistry(Mapping[str, type[ToolArgs]]):
     def __repr__(self) -> str:
         return f"ToolRegistry({list(self._tools)})"
 
+    def _fill(self, tools: Mapping[str, type[ToolArgs]]) -> None:
+        """Replace every tool with ``tools``, in their order (the catalogue relists itself in place:
+        sessions and the tool player hold it)."""
+        fresh = ToolRegistry(tools)
+        self._tools, self._by_normalized = fresh._tools, fresh._by_normalized
 
-#: Every tool by name. Order is the order a model sees them in.
-CATALOGUE = ToolRegistry({
-    "kubectl_get": KubectlGet,
-    "kubectl_describe": KubectlDescribe,
-    "kubectl_logs": KubectlLogs,
-    "kubectl_set_resources": KubectlSetResources,
-    "kubectl_delete_namespace": KubectlDeleteNamespace,
-    "log_search": LogSearch,
-    "trace_lookup": TraceLookup,
-    "metrics_query": MetricsQuery,
-    "db_query": DbQuery,
-    "db_explain": DbExplain,
-    "db_create_index": DbCreateIndex,
-    "db_drop_table": DbDropTable,
-    "deploy_status": DeployStatus,
-    "release_list": ReleaseList,
-    "release_diff": ReleaseDiff,
-    "rollback": Rollback,
-    "restart_service": RestartService,
-    "open_file": OpenFile,
-    "scroll": Scroll,
-    "search_repo": SearchRepo,
-    "run_tests": RunTests,
-    "edit_file": EditFile,
-    "bash": Bash,
-    "submit": Submit,
-    "delete_file": DeleteFile,
-    "retrieve_payload": RetrievePayload,
-})
 
 #: The tools a scenario with ``hyphenated_tools`` on names with ``-`` (J): two read tools per family,
 #: spelled as CLI-style tool servers spell them (kubectl plugins are executables named
@@ -391,11 +173,105 @@ def hyphenated(tool: str) -> str:
     return tool.replace("_", "-") if tool in HYPHENATED_TOOLS else tool
 
 
-#: The catalogue as a scenario with ``hyphenated_tools`` registers it: the same tools, in the same
-#: order, with `HYPHENATED_TOOLS` named with ``-``.
-HYPHENATED_CATALOGUE = ToolRegistry({hyphenated(name): args for name, args in CATALOGUE.items()})
-#: Every spelling a script may use, for the contract of a name whichever registry it comes from.
-_CONTRACTS: dict[str, type[ToolArgs]] = dict(CATALOGUE) | dict(HYPHENATED_CATALOGUE)
+#: The runtime's own tools: every session may call them whatever its family, and the catalogue lists
+#: them after the families' tools.
+RUNTIME_TOOLS: Mapping[str, type[ToolArgs]] = MappingProxyType({"retrieve_payload": RetrievePayload})
+
+
+class ConflictingToolContract(ValueError):
+    """Two different contracts declared under one tool name. ``str()`` is one line naming both."""
+
+    def __init__(self, name: str, registered: type[ToolArgs], other: type[ToolArgs], where: str = "") -> None:
+        self.name = name
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}tool {name!r} is already registered with the contract "
+                         f"{registered.__module__}.{registered.__qualname__}; "
+                         f"{other.__module__}.{other.__qualname__} is another one: rename the tool")
+
+
+class ToolCatalogue(ToolRegistry):
+    """Every tool a session's runtime may register: the tools the scenario families declared (`add`),
+    then `RUNTIME_TOOLS`. `hyphenated` is the same catalogue as a scenario with ``hyphenated_tools``
+    registers it: the same tools, in the same order, with `HYPHENATED_TOOLS` named with ``-``.
+
+    Several families may declare one tool, with the same contract class; a second, different contract
+    under a name is refused (`ConflictingToolContract`), and so is a name that differs from a listed one
+    only by ``-``/``_`` (`NearDuplicateToolName`). A refused `add` adds nothing.
+
+    Order: the names given to `list_first`, in that order, then the other declared tools in the order
+    they were added, then the runtime's. A model sees the tools in this order and an unknown-tool error
+    lists them so, so pinning it keeps both independent of the order in which families register."""
+
+    def __init__(self, runtime_tools: Mapping[str, type[ToolArgs]] = RUNTIME_TOOLS) -> None:
+        super().__init__()
+        self._runtime = dict(runtime_tools)
+        self._declared: dict[str, type[ToolArgs]] = {}
+        self._first: tuple[str, ...] = ()
+        self.hyphenated = ToolRegistry()
+        #: Every spelling a script may use (either registry's), for the contract of a name.
+        self._spellings: dict[str, type[ToolArgs]] = {}
+        self._relist()
+
+    def add(self, tools: Mapping[str, type[ToolArgs]], *, where: str = "") -> None:
+        """Declare ``tools`` (name -> contract); ``where`` (a family, a plugin module) prefixes the
+        error line of a refused one. A name already listed with the same contract is left as it is."""
+        prefix = f"{where}: " if where else ""
+        new: dict[str, type[ToolArgs]] = {}
+        for name, args in tools.items():
+            if not (isinstance(args, type) and issubclass(args, ToolArgs)):
+                raise TypeError(f"{prefix}the contract of tool {name!r} must be a ToolArgs subclass, got {args!r}")
+            known = self.get(name)
+            if known is None:
+                new[name] = args
+            elif known is not args:
+                raise ConflictingToolContract(name, known, args, where)
+        if new:
+            self._relist(new, where=where)
+
+    def register(self, name: str, args: type[ToolArgs], *, where: str = "") -> None:
+        """`add` of one tool (the same contract again is accepted: several families share tools)."""
+        self.add({name: args}, where=where)
+
+    def list_first(self, names: Iterable[str]) -> None:
+        """List ``names`` (those declared, now or later) first, in this order."""
+        self._first = tuple(names)
+        self._relist()
+
+    def contract_of(self, tool: str) -> type[ToolArgs] | None:
+        """The contract of ``tool`` under either spelling a script may give it, or None."""
+        return self._spellings.get(tool)
+
+    def _relist(self, new: Mapping[str, type[ToolArgs]] | None = None, *, where: str = "") -> None:
+        """Rebuild both listings with ``new`` declared too; a refused name leaves everything as it was."""
+        new = dict(new or {})
+        declared = self._declared | new
+        first = [name for name in self._first if name in declared]
+        rest = [name for name in declared if name not in first]
+        order = {name: declared[name] for name in [*first, *rest]} | self._runtime
+        # The near-duplicate rule is checked under both spellings before anything changes, with the new
+        # names last, so that the error names a new one as the name refused.
+        checked = {name: args for name, args in order.items() if name not in new} | new
+        ToolRegistry(checked, where=where)
+        ToolRegistry({hyphenated(name): args for name, args in checked.items()}, where=where)
+        self._declared = declared
+        self._fill(order)
+        self.hyphenated._fill({hyphenated(name): args for name, args in order.items()})
+        self._spellings = dict(self) | dict(self.hyphenated)
+
+    def __repr__(self) -> str:
+        return f"ToolCatalogue({list(self)})"
+
+
+#: Every tool a session's runtime may register: the runtime's own and each registered scenario family's.
+CATALOGUE = ToolCatalogue()
+#: The catalogue as a scenario with ``hyphenated_tools`` registers it (`ToolCatalogue.hyphenated`).
+HYPHENATED_CATALOGUE = CATALOGUE.hyphenated
+
+
+def register_tools(tools: Mapping[str, type[ToolArgs]], *, where: str = "") -> None:
+    """Add a scenario family's tools to `CATALOGUE` (`ToolCatalogue.add`): `scenarios.base.register`
+    calls it with the family's ``tools``."""
+    CATALOGUE.add(tools, where=where)
 
 
 def registry_for(tools: Iterable[str]) -> ToolRegistry:
@@ -410,10 +286,10 @@ _JSON_TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "
 
 def contract(tool: str) -> type[ToolArgs]:
     """The argument contract of ``tool``, under either spelling a script may give it."""
-    try:
-        return _CONTRACTS[tool]
-    except KeyError:
-        raise KeyError(f"unknown tool {tool!r}; known: {', '.join(CATALOGUE)}") from None
+    found = CATALOGUE.contract_of(tool)
+    if found is None:
+        raise KeyError(f"unknown tool {tool!r}; known: {', '.join(CATALOGUE)}")
+    return found
 
 
 @functools.cache
@@ -517,7 +393,7 @@ def validate_call(tool: str, raw_input: Mapping[str, Any] | str) -> ToolArgs | C
     """Check a call's input against the tool's contract. ``raw_input`` may be the JSON text a model
     emitted (invalid JSON is a contract error on the field ``input``). A name of either registry is
     known here; whether the session's runtime registered that spelling is the runtime's check."""
-    if tool not in _CONTRACTS:
+    if CATALOGUE.contract_of(tool) is None:
         return ContractError("tool", f"unknown tool {tool!r}", f"tools: {', '.join(CATALOGUE)}")
     if isinstance(raw_input, str):
         try:

@@ -7,7 +7,9 @@ payloads back through the strategy's ``retrieve``, answering with three-class st
 plain text as the ``errors`` switch says. Every second it spends goes on the clock's tool bucket.
 
 A call runs only under a name the session's runtime registered: a scenario with ``hyphenated_tools``
-registers `harness.core.tools.HYPHENATED_CATALOGUE`, others `CATALOGUE`. A name that is not registered
+registers `harness.core.tools.HYPHENATED_CATALOGUE`, others `CATALOGUE` (the tools every registered
+scenario family declared, plugins' too, then the runtime's own); a tool's contract is looked up
+there, not in the module of the family that declared it. A name that is not registered
 is an unknown tool (a syntax error) unless the ``normalize_tool_names`` switch resolves it by
 strands-agents' rule (`harness.core.tools.ToolRegistry.resolve`).
 """

@@ -10,8 +10,6 @@ from harness.core.tools import (
     CATALOGUE,
     HYPHENATED_CATALOGUE,
     HYPHENATED_TOOLS,
-    DbQuery,
-    KubectlLogs,
     NearDuplicateToolName,
     ToolArgs,
     ToolRegistry,
@@ -20,6 +18,8 @@ from harness.core.tools import (
     registry_for,
     validate_call,
 )
+from scenarios.db_slow_query import DbQuery
+from scenarios.ops_tools import KubectlLogs
 
 
 def registry(*names: str) -> ToolRegistry:

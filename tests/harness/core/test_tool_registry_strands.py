@@ -16,7 +16,8 @@ from strands.tools._caller import _ToolCaller
 from strands.tools.registry import ToolRegistry as StrandsToolRegistry
 from strands.tools.tools import PythonAgentTool
 
-from harness.core.tools import KubectlLogs, ToolRegistry
+from harness.core.tools import ToolRegistry
+from scenarios.ops_tools import KubectlLogs
 
 
 class _AgentStub:

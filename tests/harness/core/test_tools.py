@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import scenarios  # noqa: F401  registering the built-in families puts their tools in the catalogue
 from harness.core.messages import parse_error
 from harness.core.tools import (
     CATALOGUE,
