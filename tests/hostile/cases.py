@@ -8,8 +8,9 @@ case's `Op` list, calls ``harness.cli.main(argv)`` and checks the expectation:
 - ``USAGE``: exit 2, stderr exactly one ``ctxbench: error:`` line naming every ``must_name``;
 - ``OK``: exit 0 (for a run: every number in its tables finite);
 - ``OK_OR_USAGE``: either of the above, each with its own checks (the spec allows both);
-- ``REFUSE_OR_IDENTICAL``: exit 2 as for USAGE, or exit 0 with ``sessions.parquet`` and
-  ``calls.parquet`` of ``identical`` byte-identical to the undamaged run's.
+- ``REFUSE_OR_IDENTICAL``: exit 2 as for USAGE, or exit 0 with the tables of ``identical``
+  byte-identical to the undamaged run's (``reference``: ``good``'s ``sessions.parquet`` and
+  ``calls.parquet``, or ``replay``'s, which adds ``hidden.parquet``).
 
 Whatever the expectation: no traceback, the session's good run directory unchanged, and after an exit 2
 the ``damaged`` directory unchanged and ``out`` absent or unchanged (a failed command writes nothing).
@@ -17,7 +18,11 @@ the ``damaged`` directory unchanged and ``out`` absent or unchanged (a failed co
 Paths are relative to the case's directory. ``{good}`` in argv is the session's good run directory.
 Sources a case can copy (``Op("copy", dst, src)``): ``good`` (a finished run of `TINY` with its report),
 ``shard1`` and ``shard2`` (its two shards), ``other`` (a run of `OTHER`, another config), ``examples``
-(the checkout's examples/ directory).
+(the checkout's examples/ directory), ``replay`` (an accounting run: ``ctxbench replay`` of
+`REPLAY_TRACES` under `REPLAY_CONFIG`, parts kept), ``replay-compact`` (the same as the CLI leaves it,
+parts removed) and ``replay-other`` (the same traces under `REPLAY_OTHER`, parts kept); ``good``,
+``shard1``, ``shard2`` and ``other`` keep their parts too, ``compact``, ``compact1`` and ``compact2`` are
+them as ``ctxbench run`` leaves them.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ REFUSE_OR_IDENTICAL = "refuse_or_identical"
 EXPECTATIONS = (USAGE, OK, OK_OR_USAGE, REFUSE_OR_IDENTICAL)
 
 FAMILIES = ("files", "toml", "top", "scenarios", "strategies", "runtimes", "model", "sweep", "cli", "report", "compare",
-            "merge", "resume", "validation", "traces")
+            "merge", "resume", "validation", "traces", "replay-resume")
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,9 @@ class Case:
     damaged: str | None = None
     #: On exit 0, this directory's tables must be byte-identical to the undamaged run's.
     identical: str | None = None
+    #: The source whose tables ``identical`` is compared with: ``good`` (a simulated run) or ``replay``
+    #: (an accounting run).
+    reference: str = "good"
     #: On exit 0, every number in this run directory's tables must be finite.
     finite: str | None = None
     #: On exit 0, these files must exist.
@@ -877,6 +885,72 @@ add(
          produces=("out/report.html", "out/report.md", "out/sessions.parquet", "out/hidden.parquet")),
     Case("traces-fit-out-exists", "traces", ("fit", _T, "--out", "w.toml"), (*_GOOD_OPS, write("w.toml", "x = 1\n")),
          USAGE, ("w.toml",), damaged="w.toml"),
+)
+
+
+# replay-resume: ctxbench replay into an accounting run directory it left, damaged ---------------------------------
+
+#: The recorded sessions of the accounting sources: three sessions (one batch each, so parts/ holds three).
+REPLAY_TRACES = (GOOD_TRACE, GOOD_TRACE.parent / "two_sessions.jsonl")
+_STRATEGIES_OF_REPLAY = '[[strategies]]\nname = "unbounded"\n[[strategies]]\nname = "drop_all"\n'
+#: The accounting sources' config: drop_all hides recorded outputs, so hidden.parquet has rows.
+REPLAY_CONFIG = 'batch_size = 1\nexecutor = "serial"\n' + _STRATEGIES_OF_REPLAY
+#: Another config of the same traces (another model profile): its parts are another run's.
+REPLAY_OTHER = 'batch_size = 1\nexecutor = "serial"\nmodel = "mid"\n' + _STRATEGIES_OF_REPLAY
+REPLAY_TARGETS = {  # id -> path inside the accounting run directory
+    "config.toml": "config.toml", "manifest.json": "manifest.json", "sessions.parquet": "sessions.parquet",
+    "calls.parquet": "calls.parquet", "hidden.parquet": "hidden.parquet", "part": f"parts/{PART}", "parts": "parts",
+}
+REPLAY_TARGET_NAME = TARGET_NAME | {"hidden.parquet": "hidden.parquet"}
+_REPLAY_OPS = (*(op for t in REPLAY_TRACES for op in trace_ops(t)), write("replay.toml", REPLAY_CONFIG))
+_REPLAY_NAMES = tuple(t.name for t in REPLAY_TRACES)
+_REPLAY_OUT = ("--out", "run", "--quiet", "--no-report")
+REPLAY_RESUME = ("replay", *_REPLAY_NAMES, "--config", "replay.toml", *_REPLAY_OUT)
+
+
+def replay_damage(target: str, how: str) -> Op:
+    return Op("damage", f"run/{REPLAY_TARGETS[target]}", how)
+
+
+def replay_case(name: str, setup: tuple[Op, ...], expect: str = REFUSE_OR_IDENTICAL, must: tuple[str, ...] = (),
+                argv: tuple[str, ...] = REPLAY_RESUME, source: str = "replay") -> Case:
+    """``ctxbench replay`` of the accounting sources' traces into ``run``, a copy of ``source`` changed by
+    ``setup``: refused changing nothing, or resumed to the undamaged replay's tables."""
+    return Case(f"replay-resume-{name}", "replay-resume", argv, (*_REPLAY_OPS, Op("copy", "run", source), *setup),
+                expect, must, damaged="run", identical="run", reference="replay")
+
+
+for _target in REPLAY_TARGETS:
+    for _how in DAMAGES:
+        add(replay_case(f"{_target}-{_how}", (replay_damage(_target, _how),), must=(REPLAY_TARGET_NAME[_target],)))
+#: A finished replay as `ctxbench replay` leaves it (no parts): its batches replayed again, or refused.
+for _target in ("config.toml", "manifest.json", "sessions.parquet", "calls.parquet", "hidden.parquet"):
+    for _how in DAMAGES:
+        add(replay_case(f"compacted-{_target}-{_how}", (replay_damage(_target, _how),),
+                        must=(REPLAY_TARGET_NAME[_target],), source="replay-compact"))
+#: Part damage with the manifest gone, so the resume must rebuild the tables from the parts.
+for _how in DAMAGES:
+    add(replay_case(f"part-{_how}-no-manifest",
+                    (replay_damage("manifest.json", "missing"), replay_damage("part", _how)), must=(BATCH,)))
+add(
+    replay_case("clean", (), OK),
+    replay_case("compacted-clean", (), OK, source="replay-compact"),
+    replay_case("tables-gone", tuple(replay_damage(t, "missing") for t in ("sessions.parquet", "calls.parquet",
+                                                                          "hidden.parquet", "manifest.json")), OK),
+    replay_case("stale-temp-files", (replay_damage("manifest.json", "missing"),
+                                     write("run/.sessions.parquet.x1y2z3.tmp", GARBAGE),
+                                     write("run/parts/.00-0000001.jsonl.a1b2c3.tmp", GARBAGE))),
+    replay_case("part-of-another-run-no-manifest", (replay_damage("manifest.json", "missing"),
+                                                    Op("copy_file", f"run/parts/{PART}", f"replay-other/parts/{PART}")),
+                must=(BATCH,)),
+    replay_case("another-config", (write("other.toml", REPLAY_OTHER),), USAGE, ("config",),
+                argv=("replay", *_REPLAY_NAMES, "--config", "other.toml", *_REPLAY_OUT)),
+    replay_case("other-traces", (), USAGE, ("run", "another config"),
+                argv=("replay", GOOD_TRACE.name, "--config", "replay.toml", *_REPLAY_OUT)),
+    replay_case("other-strategies", (), USAGE, ("run", "another config"),
+                argv=(*REPLAY_RESUME, "--strategies", "unbounded")),
+    replay_case("no-resume", (), USAGE, ("--no-resume",), argv=(*REPLAY_RESUME, "--no-resume")),
+    replay_case("into-a-simulated-run", (), USAGE, ("config",), source="good"),
 )
 
 

@@ -40,6 +40,7 @@ from tests.hostile.cases import (
     OK,
     OK_OR_USAGE,
     REFUSE_OR_IDENTICAL,
+    REPLAY_TARGETS,
     SCENARIO_PARAMS,
     STRATEGY_PARAMS,
     TARGETS,
@@ -334,11 +335,12 @@ def test_hostile_input(case: Case, sources: Sources, good_dir: Path, tmp_path: P
             problems.append(f"[results written] {case.out}: {describe_change(out_before, after)}")
     if code == 0:
         if case.identical:
-            differ = [t for t in TABLES if not (tmp_path / case.identical / t).is_file()
-                      or (tmp_path / case.identical / t).read_bytes() != sources.reference[t]]
+            reference = sources.reference[case.reference]
+            differ = [t for t in reference if not (tmp_path / case.identical / t).is_file()
+                      or (tmp_path / case.identical / t).read_bytes() != reference[t]]
             if differ:
                 problems.append(f"[silent wrong result] exit 0 but {case.identical}/{differ} differ from the "
-                                "undamaged run's")
+                                f"undamaged {case.reference} run's")
         if case.finite:
             bad = non_finite(tmp_path / case.finite)
             if bad:
@@ -383,8 +385,8 @@ def test_table_has_enough_cases_in_every_family() -> None:
     assert all(c.id.startswith(c.family + "-") for c in CASES)
     damaged = {(c.family, c.setup[-1].path.split("/", 1)[1], c.setup[-1].data) for c in CASES
                if c.setup and c.setup[-1].kind == "damage"}
-    for family in ("report", "resume"):
-        for target in TARGETS.values():
+    for family, targets in (("report", TARGETS), ("resume", TARGETS), ("replay-resume", REPLAY_TARGETS)):
+        for target in targets.values():
             for how in ("missing", "empty", "truncated", "garbage", "wrong_type", "dir_swap"):
                 assert (family, target, how) in damaged, (family, target, how)
 
