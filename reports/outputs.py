@@ -7,12 +7,11 @@ plots of a run.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.files import TEMP_SUFFIX, DirectoryBusy, lock_directory, remove_stale_temp_files
+from harness.core.files import DirectoryBusy, StagedFile, lock_directory, remove_stale_temp_files
 from harness.core.rundir import PLOTS_DIR
 from reports.inputs import ReportInputError
 
@@ -65,7 +64,7 @@ def write_files(run_dir: Path, files: Mapping[Path, bytes]) -> None:
 
 def _write_locked(run_dir: Path, files: Mapping[Path, bytes]) -> None:
     made: list[Path] = []
-    staged: list[tuple[str, Path]] = []
+    staged: list[StagedFile] = []
     where, what = run_dir, "cannot be written"
     try:
         for target, data in files.items():
@@ -77,10 +76,9 @@ def _write_locked(run_dir: Path, files: Mapping[Path, bytes]) -> None:
             where, what = target, "cannot be written"
             # Named like write_atomically's temp files, so a later run's clean-up removes the ones a
             # killed report leaves behind.
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX)
-            staged.append((tmp, target))
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600 would hide the report from other readers
+            stage = StagedFile(target)
+            staged.append(stage)
+            with os.fdopen(stage.create(), "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
@@ -90,14 +88,14 @@ def _write_locked(run_dir: Path, files: Mapping[Path, bytes]) -> None:
     except BaseException:  # an interrupt: leave nothing staged behind either
         _discard(staged, made)
         raise
-    for i, (tmp, target) in enumerate(staged):
+    for i, stage in enumerate(staged):
         try:
-            os.replace(tmp, target)
+            stage.commit()
         except OSError as error:
             # Only a target changed since check_targets gets here; the ones renamed before it stay
             # (their old bytes are gone), the rest are not written.
             _discard(staged[i:], [])
-            raise ReportInputError(f"{target}: cannot be written ({error.strerror or error})") from None
+            raise ReportInputError(f"{stage.target}: cannot be written ({error.strerror or error})") from None
 
 
 def _folders_below(run_dir: Path, target: Path) -> list[Path]:
@@ -105,13 +103,10 @@ def _folders_below(run_dir: Path, target: Path) -> list[Path]:
     return [f for f in reversed(target.parents) if f != run_dir and f.is_relative_to(run_dir)]
 
 
-def _discard(staged: list[tuple[str, Path]], made: list[Path]) -> None:
+def _discard(staged: list[StagedFile], made: list[Path]) -> None:
     """Remove staged temporary files, then the directories made for them (newest first)."""
-    for tmp, _target in staged:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+    for stage in staged:
+        stage.discard()
     for folder in reversed(made):
         try:
             folder.rmdir()

@@ -1,13 +1,13 @@
-"""Files a reader can trust: atomic writes (a reader never sees half a table, manifest or report),
-a lock that lets one command at a time write into a directory, and the clean-up of the temporary
-files a killed writer leaves behind.
+"""Files a reader can trust: atomic writes (a reader never sees half a table, manifest or report)
+through temporary files beside their targets (`StagedFile`), a lock that lets one command at a time
+write into a directory, and the clean-up of the temporary files a killed writer leaves behind.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - exercised on Windows only
 __all__ = [
     "TEMP_SUFFIX",
     "DirectoryBusy",
+    "StagedFile",
     "lock_directory",
     "release_inherited_locks",
     "remove_stale_temp_files",
@@ -33,19 +34,63 @@ TEMP_SUFFIX = ".tmp"
 _HELD_LOCKS: set[int] = set()
 
 
+class StagedFile:
+    """A temporary file beside ``target``, named ``.<target name>.<8 random characters>.tmp`` (a dot first,
+    so no glob of results sees it; `remove_stale_temp_files` knows the form), that becomes ``target`` on
+    `commit` or goes on `discard`.
+
+    Its name is chosen before the file is made, so an interrupt at any moment leaves a name `discard` can
+    remove: a name from ``tempfile.mkstemp`` reaches the caller only after the file exists, and an interrupt
+    in between leaves a file nobody knows of."""
+
+    __slots__ = ("mode", "path", "prefix", "target")
+
+    def __init__(self, target: Path, *, mode: int = 0o644) -> None:
+        self.target = target
+        #: Whatever the umask says: a result is for every reader (0644), a key for its owner (0600).
+        self.mode = mode
+        self.prefix = f".{target.name}."
+        #: The temporary file's path while it may exist; None before `create` and after `commit`/`discard`.
+        self.path: Path | None = None
+
+    def create(self) -> int:
+        """Make the temporary file (exclusively, with `mode`) and return its descriptor."""
+        for _ in range(100):
+            self.path = self.target.parent / f"{self.prefix}{secrets.token_hex(4)}{TEMP_SUFFIX}"
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, self.mode)
+            except FileExistsError:  # another file of that name: not ours, so never discarded
+                self.path = None
+                continue
+            os.fchmod(fd, self.mode)
+            return fd
+        raise FileExistsError(f"{self.target.parent}: no free temporary file name for {self.target.name}")
+
+    def commit(self) -> None:
+        """Rename the temporary file over ``target``."""
+        assert self.path is not None
+        os.replace(self.path, self.target)
+        self.path = None
+
+    def discard(self) -> None:
+        """Remove the temporary file, if it was made and is still there."""
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            self.path = None
+
+
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write through a temp file in the same directory, fsync, then rename over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    """Write through a temp file in the same directory (`StagedFile`), fsync, then rename over ``path``."""
+    staged = StagedFile(path)
     try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600 would hide results from other readers
+        with os.fdopen(staged.create(), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        staged.commit()
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        staged.discard()
         raise
 
 

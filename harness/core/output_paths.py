@@ -10,13 +10,11 @@ link is judged by what it names as well as by its own name.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import tempfile
 from pathlib import Path
 
-from harness.core.files import TEMP_SUFFIX
+from harness.core.files import StagedFile
 from harness.core.rundir import (
     CALLS_TABLE,
     CONFIG_FILE,
@@ -123,13 +121,12 @@ def check_output_path(path: str | Path, *, flag: str, directory: bool, replace: 
 def _probe(folder: Path, flag: str) -> None:
     """Make and remove a file in ``folder``: what the permission bits do not tell (a read-only file system,
     /proc, a root user's access to anything) shows before the work rather than at the end of it."""
+    probe = StagedFile(folder / "ctxbench-probe")
     try:
-        fd, name = tempfile.mkstemp(dir=folder, prefix=".ctxbench-probe.", suffix=TEMP_SUFFIX)
+        os.close(probe.create())
     except OSError as e:
         raise OutputPathError(f"{flag}: cannot write in {folder} ({_reason(e)})") from None
-    os.close(fd)
-    with contextlib.suppress(FileNotFoundError):  # a writer's clean-up of stale temporary files took it
-        os.unlink(name)
+    probe.discard()  # gone already if a writer's clean-up of stale temporary files took it
 
 
 def _reason(error: OSError) -> str:

@@ -52,7 +52,6 @@ import math
 import os
 import re
 import socket
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,7 +64,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 import harness
-from harness.core.files import TEMP_SUFFIX
+from harness.core.files import StagedFile
 from harness.core.rundir import (
     ACCOUNTING_MODE,
     CALLS_TABLE,
@@ -463,13 +462,11 @@ def _otlp_json_file_exporter(path: Path) -> SpanExporter:
             #: The file could not be put in place: every batch written is lost.
             self.lost = False
             self._file: Any = None
-            self._tmp = ""
+            self._staged = StagedFile(path)
 
         def _open(self) -> Any:
             if self._file is None:
-                fd, self._tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
-                os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide the traces from other readers
-                self._file = os.fdopen(fd, "w", encoding="utf-8")
+                self._file = os.fdopen(self._staged.create(), "w", encoding="utf-8")
             return self._file
 
         def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -489,8 +486,7 @@ def _otlp_json_file_exporter(path: Path) -> SpanExporter:
                 out.flush()
                 os.fsync(out.fileno())
                 out.close()
-                os.replace(self._tmp, path)
-                self._tmp = ""
+                self._staged.commit()
             except OSError as error:
                 self.error = f"{path}: {error.strerror or error}"
                 self.lost = True
@@ -505,9 +501,8 @@ def _otlp_json_file_exporter(path: Path) -> SpanExporter:
             if self._file is not None:
                 with contextlib.suppress(OSError):
                     self._file.close()
-            if self._tmp:
-                with contextlib.suppress(OSError):  # already renamed, or never made
-                    os.unlink(self._tmp)
+            with contextlib.suppress(OSError):
+                self._staged.discard()
 
         def force_flush(self, timeout_millis: int = 30000) -> bool:
             return True

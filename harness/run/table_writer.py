@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.core.files import TEMP_SUFFIX
+from harness.core.files import StagedFile
 
 __all__ = ["ROW_GROUP_ROWS", "BatchSource", "BatchTables", "TableSpec", "TableWriteError", "values_table",
            "write_tables"]
@@ -472,7 +471,7 @@ class _TableWriter:
         self.schema = layout.schema
         self.spool = _Spool(self.schema.remove_metadata())
         self._last: tuple[Any, ...] | None = None
-        self._temp: Path | None = None
+        self._staged = StagedFile(path)
         self._file: Any = None
         self._sink: _HashingFile | None = None
         self._parquet: pq.ParquetWriter | None = None
@@ -509,10 +508,7 @@ class _TableWriter:
 
     def _write(self, group: pa.Table) -> None:
         if self._parquet is None:
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=TEMP_SUFFIX)
-            self._temp = Path(temp)
-            self._file = os.fdopen(fd, "wb")
-            os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from other readers
+            self._file = os.fdopen(self._staged.create(), "wb")
             self._sink = _HashingFile(self._file)
             self._parquet = pq.ParquetWriter(self._sink, self.schema, compression=self.compression)
         self._parquet.write_table(group, row_group_size=ROW_GROUP_ROWS)
@@ -522,27 +518,25 @@ class _TableWriter:
         sync the file and rename it into place; its row count and sha256."""
         if self.spool.rows or not self.rows:
             self._write(self.spool.take(self.spool.rows))
-        assert self._parquet is not None and self._sink is not None and self._temp is not None
+        assert self._parquet is not None and self._sink is not None
         self._parquet.close()
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
-        os.replace(self._temp, self.path)
-        self._temp = None
+        self._staged.commit()
         return self.rows, self._sink.sha256.hexdigest()
 
     def abort(self) -> None:
         """Drop the temporary file, if it is still there (a no-op after `finish`)."""
-        if self._temp is None:
+        if self._staged.path is None:
             return
         with contextlib.suppress(Exception):  # closing a half-written file may fail; it is deleted anyway
             if self._parquet is not None:
                 self._parquet.close()
         with contextlib.suppress(OSError):
-            self._file.close()
-        with contextlib.suppress(FileNotFoundError):
-            self._temp.unlink()
-        self._temp = None
+            if self._file is not None:
+                self._file.close()
+        self._staged.discard()
 
 
 def write_tables(out_dir: Path, specs: Sequence[TableSpec], source: BatchSource) -> list[tuple[int, str]]:

@@ -51,7 +51,6 @@ import os
 import pickle
 import secrets
 import stat
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +60,7 @@ from typing import Any, Literal, overload
 import harness
 from harness.core.context import Context, ContextOverflow, Window
 from harness.core.crn import u
+from harness.core.files import StagedFile
 from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse
 from harness.core.switches import Switches
 from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, default_tokenizer
@@ -778,18 +778,19 @@ def _make_key_file(path: Path) -> bytes:
     """Make ``path`` with a new random key, unless another process made it meanwhile; the key it holds."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
+        staged = StagedFile(path, mode=0o600)
         try:
-            with os.fdopen(fd, "wb") as f:
+            with os.fdopen(staged.create(), "wb") as f:
                 f.write(secrets.token_hex(_KEY_BYTES).encode() + b"\n")
                 f.flush()
                 os.fsync(f.fileno())
+            assert staged.path is not None
             # A link, not a rename: a key another process put there first is never replaced (state it
             # signed would no longer restore).
             with contextlib.suppress(FileExistsError):
-                os.link(staged, path)
+                os.link(staged.path, path)
         finally:
-            os.unlink(staged)
+            staged.discard()
     except OSError as e:
         raise ReplayStateError(f"replay state key {path}: cannot be made ({e.strerror or e}); set "
                                f"{STATE_KEY_ENV} or XDG_STATE_HOME, or pass key=") from None
