@@ -2,9 +2,12 @@
 
 - `harness.core`: what every layer shares (messages, tokens, the context a strategy sees, tool
   contracts, switches, registries, common random numbers, the run directory's contract);
-- `harness.sim`: one session (model profiles, the mock model, the replay kernel, loop detection,
-  records, calibration probes);
-- `harness.run`: many sessions (config, planning, executors, the store, validation experiments);
+- `harness.sim`: one session (model profiles, the mock model, the replay kernel and its window engine,
+  the accounting replay of a recorded session, loop detection, records, the event log, memory,
+  calibration probes);
+- `harness.run`: many sessions (config, the run plan, the worker, executors, the run directory and its
+  Parquet writer, merge, accounting runs and trace import, fitting, the speed goals, validation
+  experiments);
 - `harness.cli`: the ``ctxbench`` command, the only place that knows every package.
 
 `make lint` checks the direction with import-linter.

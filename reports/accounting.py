@@ -1,5 +1,5 @@
 """The report of an accounting run (``ctxbench replay``): recorded sessions replayed under each strategy
-with exact token accounting (`harness.sim.accounting`).
+with exact token accounting (`harness.sim.recorded`).
 
 It says first that its numbers are exact and not simulated, and what is not exact (the stand-in
 summaries). Its tables: per strategy, the tokens, cost, cache hits, compactions and hidden tool outputs
@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from harness.core.rundir import CALLS_TABLE, HIDDEN_TABLE, PLOTS_DIR, REPORT_HTML, REPORT_MD, SESSIONS_TABLE
-from reports.blocks import Figure, Page, Paragraph, Section, TableBlock, render_html, render_markdown
+from reports.blocks import Figure, Page, Paragraph, Section, TableBlock, page_files
 from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, read_table
 from reports.outputs import write_files
 from reports.plots import new_figure, no_data, plot_style, strategy_colours, thousands
@@ -50,10 +50,10 @@ ACCOUNTING_METRICS: tuple[Metric, ...] = (
 #: The metrics each strategy is compared on against unbounded.
 PAIRED = ("input_tokens", "cost_per_session", "hidden_output_tokens")
 
-_SESSION_COLUMNS = {"scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "trace": TEXT, "session_id": TEXT,
+_SESSIONS_READ = {"scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "trace": TEXT, "session_id": TEXT,
                     "format": TEXT, "recorded_calls": NUMBER, "output_tokens": NUMBER,
                     **{c: NUMBER for m in ACCOUNTING_METRICS for c in m.columns}}
-_CALL_COLUMNS = {"session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
+_CALLS_READ = {"session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
                  "input_tokens": NUMBER}
 _HIDDEN_COLUMNS = {"session_index": NUMBER, "strategy": TEXT, "tool_use_id": TEXT, "tool": TEXT, "tokens": NUMBER,
                    "first_hidden_call": NUMBER, "how": TEXT}
@@ -189,10 +189,10 @@ def accounting_page(title: str, lead: str, tables: dict[str, Table], png: bytes,
 
 def write_accounting_report(run: OpenRun, formats: Sequence[str]) -> list[Path]:
     """Write ``report.html`` / ``report.md`` and ``plots/accounting-prompt-tokens.png`` for an accounting run."""
-    sessions = read_table(run.path / SESSIONS_TABLE, _SESSION_COLUMNS)
+    sessions = read_table(run.path / SESSIONS_TABLE, _SESSIONS_READ)
     if sessions.empty:
         raise ReportInputError(f"{run.path / SESSIONS_TABLE}: no sessions")
-    calls = read_table(run.path / CALLS_TABLE, _CALL_COLUMNS)
+    calls = read_table(run.path / CALLS_TABLE, _CALLS_READ)
     hidden_path = run.path / HIDDEN_TABLE
     hidden = read_table(hidden_path, _HIDDEN_COLUMNS) if hidden_path.exists() else pd.DataFrame(
         columns=list(_HIDDEN_COLUMNS))
@@ -203,16 +203,9 @@ def write_accounting_report(run: OpenRun, formats: Sequence[str]) -> list[Path]:
     lead = _lead(sessions, order)
     title = f"ctxbench accounting report: {run.run_id}"
     page = accounting_page(title, lead, tables, png, f"{PLOTS_DIR}/{png_path.name}")
-    files: dict[Path, bytes] = {png_path: png}
-    pages = []
-    if "html" in formats:
-        files[run.path / REPORT_HTML] = render_html(page).encode()
-        pages.append(run.path / REPORT_HTML)
-    if "md" in formats:
-        files[run.path / REPORT_MD] = render_markdown(page).encode()
-        pages.append(run.path / REPORT_MD)
-    write_files(run.path, files)
-    return pages
+    pages = page_files(page, formats, run.path / REPORT_HTML, run.path / REPORT_MD)
+    write_files(run.path, {png_path: png, **pages})
+    return list(pages)
 
 
 def _lead(sessions: pd.DataFrame, order: Sequence[str]) -> str:

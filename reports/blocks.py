@@ -17,8 +17,9 @@ two renderings of it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, TypeAlias
 
 from reports.markup import (
@@ -55,6 +56,7 @@ __all__ = [
     "blocks_html",
     "blocks_markdown",
     "inline_text",
+    "page_files",
     "render_html",
     "render_markdown",
     "sibling_page",
@@ -114,45 +116,47 @@ def sibling_page(stem: str) -> PerFormat:
     return PerFormat(Link(f"{stem}.html", f"{stem}.html"), Link(f"{stem}.md", f"{stem}.md"))
 
 
-def _inline_html(text: Inline) -> str:
-    if isinstance(text, str):
-        return escape(text)
-    if isinstance(text, tuple):
-        return "".join(_inline_html(part) for part in text)
-    if isinstance(text, Strong):
-        return f"<strong>{_inline_html(text.text)}</strong>"
-    if isinstance(text, Code):
-        return f"<code>{escape(text.text)}</code>"
-    if isinstance(text, Link):
-        return f'<a href="{escape(text.href)}">{escape(text.text)}</a>'
-    return _inline_html(text.of(HTML))
+def _same(text: str) -> str:
+    """``text`` unchanged: a span a format writes as its bare words."""
+    return text
 
 
-def _inline_markdown(text: Inline) -> str:
-    if isinstance(text, str):
-        return text
-    if isinstance(text, tuple):
-        return "".join(_inline_markdown(part) for part in text)
-    if isinstance(text, Strong):
-        return f"**{_inline_markdown(text.text)}**"
-    if isinstance(text, Code):
-        return f"`{text.text}`"
-    if isinstance(text, Link):
-        return f"[{text.text}]({text.href})"
-    return _inline_markdown(text.of(MARKDOWN))
+@dataclass(frozen=True)
+class _Spans:
+    """How one format writes the spans of an :data:`Inline`: plain words, a bold text (already written),
+    code and a link; :meth:`write` walks the spans."""
+
+    form: Format
+    words: Callable[[str], str]
+    strong: Callable[[str], str]
+    code: Callable[[str], str]
+    link: Callable[[Link], str]
+
+    def write(self, text: Inline) -> str:
+        """``text`` in this format."""
+        if isinstance(text, str):
+            return self.words(text)
+        if isinstance(text, tuple):
+            return "".join(self.write(part) for part in text)
+        if isinstance(text, Strong):
+            return self.strong(self.write(text.text))
+        if isinstance(text, Code):
+            return self.code(text.text)
+        if isinstance(text, Link):
+            return self.link(text)
+        return self.write(text.of(self.form))
+
+
+_HTML_SPANS = _Spans(HTML, words=escape, strong=lambda bold: f"<strong>{bold}</strong>",
+                     code=lambda code: f"<code>{escape(code)}</code>",
+                     link=lambda link: f'<a href="{escape(link.href)}">{escape(link.text)}</a>')
+_MARKDOWN_SPANS = _Spans(MARKDOWN, words=_same, strong=lambda bold: f"**{bold}**", code=lambda code: f"`{code}`",
+                         link=lambda link: f"[{link.text}]({link.href})")
 
 
 def inline_text(text: Inline, form: Format = HTML) -> str:
     """The words of ``text`` as ``form`` shows them, without markup: for tests and plain-text uses."""
-    if isinstance(text, str):
-        return text
-    if isinstance(text, tuple):
-        return "".join(inline_text(part, form) for part in text)
-    if isinstance(text, Strong):
-        return inline_text(text.text, form)
-    if isinstance(text, Code | Link):
-        return text.text
-    return inline_text(text.of(form), form)
+    return _Spans(form, words=_same, strong=_same, code=_same, link=lambda link: link.text).write(text)
 
 
 def _one_line(text: str) -> str:
@@ -267,6 +271,43 @@ class Page:
     blocks: Sequence[Block] = field(default_factory=tuple)
 
 
+# The walk --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """How one format writes each kind of block, as lines; :meth:`lines` walks the blocks, the
+    :class:`Only` blocks of the other format giving none."""
+
+    form: Format
+    section: Callable[[Section], list[str]]
+    paragraph: Callable[[Paragraph], list[str]]
+    table: Callable[[TableBlock], list[str]]
+    figure: Callable[[Figure], list[str]]
+    bullets: Callable[[Bullets], list[str]]
+    details: Callable[[Details], list[str]]
+
+    def block_lines(self, block: Block) -> list[str]:
+        """``block`` in this format."""
+        if isinstance(block, Section):
+            return self.section(block)
+        if isinstance(block, Paragraph):
+            return self.paragraph(block)
+        if isinstance(block, TableBlock):
+            return self.table(block)
+        if isinstance(block, Figure):
+            return self.figure(block)
+        if isinstance(block, Bullets):
+            return self.bullets(block)
+        if isinstance(block, Details):
+            return self.details(block)
+        return self.lines(block.blocks) if block.form == self.form else []
+
+    def lines(self, blocks: Sequence[Block]) -> list[str]:
+        """``blocks`` in this format, one after another."""
+        return [line for block in blocks for line in self.block_lines(block)]
+
+
 # HTML -------------------------------------------------------------------------------------------------------
 
 
@@ -276,7 +317,7 @@ def _attributes(css: str, anchor: str) -> str:
 
 
 def _paragraph_html(p: Paragraph) -> list[str]:
-    body = _inline_html(p.text)
+    body = _HTML_SPANS.write(p.text)
     if not body:
         return []
     if p.kind == "how":
@@ -286,11 +327,11 @@ def _paragraph_html(p: Paragraph) -> list[str]:
     return [f"<p{_attributes('' if p.kind == 'plain' else p.kind, p.id)}>{body}</p>"]
 
 
-def _figure_html(f: Figure) -> str:
+def _figure_html(f: Figure) -> list[str]:
     caption = f"<figcaption>{escape(f.caption)}</figcaption>" if f.caption else ""
     how = how_box_html(escape(f.how)) if f.how else ""
-    return (f"<figure{_attributes('', f.id)}>{caption}<img alt=\"{escape(f.alt)}\" src=\"{data_uri(f.png)}\">"
-            f"{how}</figure>")
+    return [f"<figure{_attributes('', f.id)}>{caption}<img alt=\"{escape(f.alt)}\" src=\"{data_uri(f.png)}\">"
+            f"{how}</figure>"]
 
 
 def _section_html(s: Section) -> list[str]:
@@ -299,42 +340,35 @@ def _section_html(s: Section) -> list[str]:
     lines = [f'<section id="{escape(s.id)}">'] if wrapped else []
     lines.append(f"<h{s.level}{_attributes('', heading_id)}>{escape(s.heading)}</h{s.level}>")
     lines += _paragraph_html(Paragraph(s.how, kind="how"))
-    lines += _html_lines(s.blocks)
+    lines += _HTML_BLOCKS.lines(s.blocks)
     if wrapped:
         lines.append("</section>")
     return lines
 
 
-def _block_html(block: Block) -> list[str]:
-    if isinstance(block, Section):
-        return _section_html(block)
-    if isinstance(block, Paragraph):
-        return _paragraph_html(block)
-    if isinstance(block, TableBlock):
-        return [html_table(block.table, css=block.css)]
-    if isinstance(block, Figure):
-        return [_figure_html(block)]
-    if isinstance(block, Bullets):
-        items = "".join(f"<li>{_inline_html(item)}</li>" for item in block.items)
-        return [f"<ul{_attributes('', block.id)}>{items}</ul>"]
-    if isinstance(block, Details):
-        return [f"<details><summary>{escape(block.summary)}</summary><pre>{escape(block.text)}</pre></details>"]
-    return _html_lines(block.blocks) if block.form == HTML else []
+def _bullets_html(b: Bullets) -> list[str]:
+    items = "".join(f"<li>{_HTML_SPANS.write(item)}</li>" for item in b.items)
+    return [f"<ul{_attributes('', b.id)}>{items}</ul>"]
 
 
-def _html_lines(blocks: Sequence[Block]) -> list[str]:
-    return [line for block in blocks for line in _block_html(block)]
+def _details_html(d: Details) -> list[str]:
+    return [f"<details><summary>{escape(d.summary)}</summary><pre>{escape(d.text)}</pre></details>"]
+
+
+_HTML_BLOCKS = _Blocks(HTML, section=_section_html, paragraph=_paragraph_html,
+                       table=lambda t: [html_table(t.table, css=t.css)], figure=_figure_html, bullets=_bullets_html,
+                       details=_details_html)
 
 
 def blocks_html(blocks: Sequence[Block]) -> str:
     """``blocks`` as HTML, one element a line, outside any page."""
-    return "\n".join(_html_lines(blocks))
+    return "\n".join(_HTML_BLOCKS.lines(blocks))
 
 
 def render_html(page: Page) -> str:
     """``page`` as a self-contained HTML page: the stylesheet inline, every figure a data URI."""
     lines = [*page_start(page.title), *_paragraph_html(Paragraph(page.subtitle, kind="subtitle")),
-             *_html_lines(page.blocks), *PAGE_END]
+             *_HTML_BLOCKS.lines(page.blocks), *PAGE_END]
     return "\n".join(lines)
 
 
@@ -343,7 +377,7 @@ def render_html(page: Page) -> str:
 
 
 def _paragraph_markdown(p: Paragraph) -> list[str]:
-    body = _one_line(_inline_markdown(p.text))
+    body = _one_line(_MARKDOWN_SPANS.write(p.text))
     if not body:
         return []
     if p.kind == "how":
@@ -359,35 +393,41 @@ def _figure_markdown(f: Figure) -> list[str]:
 
 def _section_markdown(s: Section) -> list[str]:
     return [f"{'#' * s.level} {s.heading}", "", *_paragraph_markdown(Paragraph(s.how, kind="how")),
-            *_markdown_lines(s.blocks)]
+            *_MARKDOWN_BLOCKS.lines(s.blocks)]
 
 
-def _block_markdown(block: Block) -> list[str]:
-    if isinstance(block, Section):
-        return _section_markdown(block)
-    if isinstance(block, Paragraph):
-        return _paragraph_markdown(block)
-    if isinstance(block, TableBlock):
-        return [md_table(block.table), ""]
-    if isinstance(block, Figure):
-        return _figure_markdown(block)
-    if isinstance(block, Bullets):
-        return [*(f"- {_one_line(_inline_markdown(item))}" for item in block.items), ""]
-    if isinstance(block, Details):
-        return []
-    return _markdown_lines(block.blocks) if block.form == MARKDOWN else []
+def _bullets_markdown(b: Bullets) -> list[str]:
+    return [*(f"- {_one_line(_MARKDOWN_SPANS.write(item))}" for item in b.items), ""]
 
 
-def _markdown_lines(blocks: Sequence[Block]) -> list[str]:
-    return [line for block in blocks for line in _block_markdown(block)]
+def _details_markdown(_: Details) -> list[str]:
+    """Nothing: Markdown cannot fold text away (:class:`Details`)."""
+    return []
+
+
+_MARKDOWN_BLOCKS = _Blocks(MARKDOWN, section=_section_markdown, paragraph=_paragraph_markdown,
+                           table=lambda t: [md_table(t.table), ""], figure=_figure_markdown,
+                           bullets=_bullets_markdown, details=_details_markdown)
 
 
 def blocks_markdown(blocks: Sequence[Block]) -> str:
     """``blocks`` as Markdown, outside any page (each block followed by a blank line)."""
-    return "\n".join(_markdown_lines(blocks))
+    return "\n".join(_MARKDOWN_BLOCKS.lines(blocks))
 
 
 def render_markdown(page: Page) -> str:
     """``page`` as Markdown: the title a ``#`` heading, sections ``##``, figures linked by path."""
-    lines = [f"# {page.title}", "", *_paragraph_markdown(Paragraph(page.subtitle)), *_markdown_lines(page.blocks)]
+    lines = [f"# {page.title}", "", *_paragraph_markdown(Paragraph(page.subtitle)),
+             *_MARKDOWN_BLOCKS.lines(page.blocks)]
     return "\n".join(lines)
+
+
+def page_files(page: Page, formats: Collection[str], html: Path, markdown: Path) -> dict[Path, bytes]:
+    """``page`` rendered in the chosen ``formats``, not written: at ``html`` if they hold :data:`HTML`, then at
+    ``markdown`` if they hold :data:`MARKDOWN`; each path -> its bytes."""
+    files: dict[Path, bytes] = {}
+    if HTML in formats:
+        files[html] = render_html(page).encode()
+    if MARKDOWN in formats:
+        files[markdown] = render_markdown(page).encode()
+    return files

@@ -39,8 +39,20 @@ from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, kinds, open_
 from reports.markup import escape
 from reports.outputs import write_files
 
-__all__ = ["EVENT_COLUMNS", "EXPLORER_HTML", "NUMBER_FORMATS", "SESSION_COLUMNS", "TRACE_COLUMNS", "TRACE_LEGEND",
-           "ExplorerData", "format_number", "load", "render", "trace_legend", "write_explorer"]
+__all__ = [
+    "EVENT_COLUMNS",
+    "EXPLORER_HTML",
+    "EXPLORER_SESSION_COLUMNS",
+    "NUMBER_FORMATS",
+    "TRACE_COLUMNS",
+    "TRACE_LEGEND",
+    "ExplorerData",
+    "format_number",
+    "load",
+    "render",
+    "trace_legend",
+    "write_explorer",
+]
 
 #: The page's file name in a run directory (``ctxbench view`` writes it there unless told otherwise).
 EXPLORER_HTML = "explorer.html"
@@ -49,7 +61,7 @@ EXPLORER_HTML = "explorer.html"
 KEY = list(tables.SESSION_ROW_KEY)
 #: The session table's columns: (column, heading, kind). The key and the outcome are required; a metric
 #: column an older run lacks is left out of the page.
-SESSION_COLUMNS: tuple[tuple[str, str, str], ...] = (
+EXPLORER_SESSION_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("scenario", "scenario", TEXT), ("session_index", "#", NUMBER), ("family", "family", TEXT),
     ("strategy", "strategy", TEXT),
     ("outcome", "outcome", TEXT), ("turns", "turns", NUMBER), ("tool_calls", "tool calls", NUMBER),
@@ -119,7 +131,7 @@ EVENT_COLUMNS: dict[str, tuple[str, Any]] = {
     for c in tables.EVENT_COLUMNS if c.name not in tables.SESSION_ROW_KEY
 }
 #: What the page reads of ``calls.parquet``: the decision of each call (the events refer to it).
-CALL_COLUMNS: dict[str, str] = kinds(tables.CALL_COLUMNS, (
+REPORT_CALL_COLUMNS: dict[str, str] = kinds(tables.CALL_COLUMNS, (
     *tables.CALL_ROW_KEY, "call_kind", "agent", "step_id", "attempt", "action", "malformed_kind", "input_tokens",
     "cached_input_tokens", "output_tokens", "cost_usd", "trace"))
 
@@ -134,7 +146,7 @@ class ExplorerData:
 
     run_id: str
     strategies: list[str]
-    #: The session table (`SESSION_COLUMNS` that the run has), sorted by scenario, index and strategy.
+    #: The session table (`EXPLORER_SESSION_COLUMNS` that the run has), sorted by scenario, index and strategy.
     sessions: pd.DataFrame
     events: str
     #: Per session row, the index into ``details`` of its session's events (-1: none).
@@ -149,7 +161,7 @@ def load(run_dir: str | Path) -> ExplorerData:
     the run's config keeps but that is missing."""
     run = simulated_run(open_run_dir(run_dir), "the session explorer")
     sessions = read_table(run.path / SESSIONS_TABLE, _REQUIRED_SESSION)
-    shown = [c for c, _, _ in SESSION_COLUMNS if c in sessions.columns]
+    shown = [c for c, _, _ in EXPLORER_SESSION_COLUMNS if c in sessions.columns]
     sessions = sessions[shown].sort_values(KEY, kind="stable").reset_index(drop=True)
     order = run.manifest.strategy_order() or []
     strategies = [s for s in order if s in set(sessions["strategy"])]
@@ -160,7 +172,7 @@ def load(run_dir: str | Path) -> ExplorerData:
     if state == EVENTS_ON:
         events = read_table(run.path / EVENTS_TABLE, kinds(tables.EVENT_COLUMNS, tables.SESSION_ROW_KEY)
                             | {c: kind for c, (kind, _) in EVENT_COLUMNS.items()})
-        calls = run.calls(CALL_COLUMNS)
+        calls = run.calls(REPORT_CALL_COLUMNS)
         detail_of, details = _details(sessions, events, calls)
     return ExplorerData(run.run_id, strategies, sessions, state, detail_of, details)
 
@@ -313,7 +325,7 @@ def _details(sessions: pd.DataFrame, events: pd.DataFrame, calls: pd.DataFrame) 
     defaults = {c: default for c, (_, default) in EVENT_COLUMNS.items()}
     tables = {kind: _Table.of(events[events["event"] == kind], names, "seq", defaults)
               for kind, names in _EVENT_KINDS.items()}
-    call_names = [c for c in CALL_COLUMNS if c not in KEY]
+    call_names = [c for c in REPORT_CALL_COLUMNS if c not in KEY]
     tables["c"] = _Table.of(calls, call_names, "call_index", {})
     blobs: dict[tuple[str, int], dict[str, Any]] = {}
     for key in zip(sessions["scenario"].tolist(), sessions["session_index"].astype("int64").tolist(),
@@ -359,13 +371,13 @@ def _script_json(value: Any) -> str:
 
 def render(data: ExplorerData) -> str:
     """The explorer page of ``data``: one HTML document with everything inline."""
-    kinds = {c: kind for c, _, kind in SESSION_COLUMNS}
+    kinds = {c: kind for c, _, kind in EXPLORER_SESSION_COLUMNS}
     meta = {
         "run_id": data.run_id,
         "events": data.events,
         "strategies": data.strategies,
         "columns": [{"name": c, "label": label, "kind": kind, "unit": SESSION_UNITS.get(c, "count")}
-                    for c, label, kind in SESSION_COLUMNS if c in data.sessions.columns],
+                    for c, label, kind in EXPLORER_SESSION_COLUMNS if c in data.sessions.columns],
         "formats": NUMBER_FORMATS,
         "trace_columns": [{"name": c, "unit": unit, "help": meaning} for c, unit, meaning in TRACE_COLUMNS],
         "event_defaults": {c: default for c, (_, default) in EVENT_COLUMNS.items()},

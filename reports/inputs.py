@@ -33,10 +33,10 @@ from harness.core.rundir import (
 from reports.stats import METRICS, with_success
 
 __all__ = [
-    "CALL_COLUMNS",
     "FORMATS",
-    "OPTIONAL_CALL_COLUMNS",
+    "OPTIONAL_REPORT_CALL_COLUMNS",
     "OPTIONAL_STATS_COLUMNS",
+    "REPORT_CALL_COLUMNS",
     "REPORT_COLUMNS",
     "STATS_COLUMNS",
     "SWEEP_COLUMNS",
@@ -78,10 +78,10 @@ REPORT_COLUMNS: dict[str, str] = STATS_COLUMNS | kinds(tables.SESSION_COLUMNS, (
 #: The sessions columns a sweep adds (``reports.sweep``); a run directory from before sweeps has none.
 SWEEP_COLUMNS = tables.names(tables.SESSION_COLUMNS, ("sweep",))
 #: The calls columns the plots read.
-CALL_COLUMNS: dict[str, str] = kinds(tables.CALL_COLUMNS, (
+REPORT_CALL_COLUMNS: dict[str, str] = kinds(tables.CALL_COLUMNS, (
     *tables.CALL_ROW_KEY, "call_kind", "context_tokens", "input_tokens", "malformed_kind"))
 #: Calls columns the plots read when a run has them (a run made before compactions were counted has none).
-OPTIONAL_CALL_COLUMNS = ("tokens_freed",)
+OPTIONAL_REPORT_CALL_COLUMNS = ("tokens_freed",)
 #: Columns no row may leave empty: a row without them would silently drop out of every group.
 _KEY_COLUMNS = tables.SESSION_ROW_KEY
 
@@ -219,7 +219,7 @@ class OpenRun:
         (:func:`read_table`)."""
         return with_success(read_table(self.path / SESSIONS_TABLE, columns, optional=optional))
 
-    def calls(self, columns: Mapping[str, str] = CALL_COLUMNS, *,
+    def calls(self, columns: Mapping[str, str] = REPORT_CALL_COLUMNS, *,
               optional: Iterable[str] | None = None) -> pd.DataFrame:
         """``calls.parquet``; an empty frame when the directory has none and the manifest lists none
         (tables copied without it); only ``columns`` and ``optional`` when that is given."""

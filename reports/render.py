@@ -58,9 +58,9 @@ from reports.decision import (
 )
 from reports.identical import MERGED_SEPARATOR, IdenticalGroup, identical_groups, merge_identical
 from reports.inputs import (
-    CALL_COLUMNS,
     FORMATS,
-    OPTIONAL_CALL_COLUMNS,
+    OPTIONAL_REPORT_CALL_COLUMNS,
+    REPORT_CALL_COLUMNS,
     REPORT_COLUMNS,
     OpenRun,
     ReportInputError,
@@ -324,7 +324,7 @@ def collect(run_dir: str | Path | OpenRun, *, baseline: str | None = None,
         from reports.plot_child import PendingPlots
         from reports.plots import PLOT_NAMES, PLOTS_WITHOUT_STATISTICS, draw_plots
 
-        calls = merge_identical(run.calls(CALL_COLUMNS, optional=OPTIONAL_CALL_COLUMNS), identical)
+        calls = merge_identical(run.calls(REPORT_CALL_COLUMNS, optional=OPTIONAL_REPORT_CALL_COLUMNS), identical)
         plot_sessions, shown = sessions, None
         if sweep:
             shown, plots_note = report_plot_variants(sessions, manifest)
@@ -1030,14 +1030,9 @@ def write_report(run_dir: str | Path, formats: Iterable[str] = FORMATS, *, basel
                   + [run.path / PLOTS_DIR / f"{name}.png" for name in PLOT_NAMES])
     say = log or (lambda _: None)
     data = collect(run, baseline=baseline, plots_dir=run.path / PLOTS_DIR, log=log)
-    files = {png.path: png.data for png in data.plots.values()}
-    pages = []
-    if "html" in chosen:
-        files[run.path / REPORT_HTML] = render_html(data).encode()
-        pages.append(run.path / REPORT_HTML)
-    if "md" in chosen:
-        files[run.path / REPORT_MD] = render_markdown(data).encode()
-        pages.append(run.path / REPORT_MD)
+    report_pages = blocks.page_files(report_page(data), chosen, run.path / REPORT_HTML, run.path / REPORT_MD)
+    files = {png.path: png.data for png in data.plots.values()} | report_pages
+    pages = list(report_pages)
     if data.sweep:
         # Imported here, as reports.plots in collect: the sweep page loads matplotlib.
         from reports.sweep import sweep_files

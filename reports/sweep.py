@@ -126,11 +126,7 @@ def sweep_files(run: OpenRun, formats: Iterable[str] = FORMATS, *, metric: str =
     """The sweep page's files, drawn and rendered but not written: (pages, plots), each path -> bytes."""
     chosen = check_formats(formats)
     data = collect_sweep(run, metric=metric, plots_dir=run.path / PLOTS_DIR, headline=headline, sessions=sessions)
-    pages = {}
-    if "html" in chosen:
-        pages[run.path / f"{SWEEP_PAGE}.html"] = render_sweep_html(data).encode()
-    if "md" in chosen:
-        pages[run.path / f"{SWEEP_PAGE}.md"] = render_sweep_markdown(data).encode()
+    pages = blocks.page_files(sweep_page(data), chosen, run.path / f"{SWEEP_PAGE}.html", run.path / f"{SWEEP_PAGE}.md")
     return pages, {png.path: png.data for png in data.plots.values()}
 
 

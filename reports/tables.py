@@ -7,7 +7,7 @@ a number reads the same on every page.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,34 +54,46 @@ def is_share(metric: Metric) -> bool:
     return metric.unit.startswith("share")
 
 
+@dataclass(frozen=True)
+class _UnitFormat:
+    """How the numbers of one kind of unit are written: a value, and a signed difference of two."""
+
+    value: Callable[[float], str]
+    diff: Callable[[float], str]
+
+
+_SHARE_FORMAT = _UnitFormat(lambda v: f"{v * 100:.2f}%", lambda v: f"{v * 100:+.2f} pp")
+_TOKENS_FORMAT = _UnitFormat(lambda v: f"{v:,.0f}", lambda v: f"{v:+,.0f}")
+_USD_FORMAT = _UnitFormat(lambda v: f"${v:,.4f}", lambda v: f"{'-' if v < 0 else '+'}${abs(v):,.4f}")
+_SECONDS_FORMAT = _UnitFormat(lambda v: f"{v:,.1f} s", lambda v: f"{v:+,.1f} s")
+_OTHER_FORMAT = _UnitFormat(lambda v: f"{v:,.4g}", lambda v: f"{v:+,.4g}")
+
+
+def _unit_format(metric: Metric) -> _UnitFormat:
+    """How ``metric``'s unit is written: shares, tokens, dollars, seconds (``s ...``), or plain numbers."""
+    if is_share(metric):
+        return _SHARE_FORMAT
+    if metric.unit == "tokens":
+        return _TOKENS_FORMAT
+    if metric.unit == "USD":
+        return _USD_FORMAT
+    if metric.unit.startswith("s "):
+        return _SECONDS_FORMAT
+    return _OTHER_FORMAT
+
+
 def format_value(metric: Metric, value: float) -> str:
     """A metric's value in its unit: ``12.50%``, ``32,770``, ``$1.0440``, ``6.6 s``; ``n/a`` when not finite."""
     if value is None or not np.isfinite(value):
         return "n/a"
-    if is_share(metric):
-        return f"{value * 100:.2f}%"
-    if metric.unit == "tokens":
-        return f"{value:,.0f}"
-    if metric.unit == "USD":
-        return f"${value:,.4f}"
-    if metric.unit.startswith("s "):
-        return f"{value:,.1f} s"
-    return f"{value:,.4g}"
+    return _unit_format(metric).value(value)
 
 
 def format_diff(metric: Metric, value: float) -> str:
     """A difference of the metric, signed: ``+1.25 pp``, ``-4,000``, ``-$0.0100``; ``n/a`` when not finite."""
     if value is None or not np.isfinite(value):
         return "n/a"
-    if is_share(metric):
-        return f"{value * 100:+.2f} pp"
-    if metric.unit == "tokens":
-        return f"{value:+,.0f}"
-    if metric.unit == "USD":
-        return f"{'-' if value < 0 else '+'}${abs(value):,.4f}"
-    if metric.unit.startswith("s "):
-        return f"{value:+,.1f} s"
-    return f"{value:+,.4g}"
+    return _unit_format(metric).diff(value)
 
 
 def format_interval(metric: Metric, low: float, high: float, *, diff: bool = False) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import harness
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers
+from harness.cli.flags import Subparsers, add_command
 
 #: (P1's sessions, P2's sessions per scenario, P3's N, P6's session rows, P4's two sizes of the tables).
 SIZES = {"full": (400, 4, 200, 30_000, (3_000, 9_000)), "quick": (80, 1, 60, 3_000, (2_000, 4_000))}
@@ -24,21 +24,21 @@ SIZES = {"full": (400, 4, 200, 30_000, (3_000, 9_000)), "quick": (80, 1, 60, 3_0
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench bench``."""
-    bench = subparsers.add_parser(
-        "bench", help="measure the speed goals (replays/s, tokenization floor, linearity, memory, strands, report)",
+    bench = add_command(
+        subparsers, "bench", handle,
+        help="measure the speed goals (replays/s, tokenization floor, linearity, memory, strands, report)",
         description="Measure the simulator's speed goals P1-P6 on this machine and print one table: replays per "
                     "second of the default mix (P1), replay cost over its tokenization floor (P2), 2N-turn over "
                     "N-turn sessions per strategy (P3), the run's peak memory extrapolated to 100,000 sessions (P4), "
                     "strategy operations against strands' managers (P5, when strands-agents is installed) and the "
                     "report of 30,000 session rows (P6). Writes only to a temporary directory. On an idle 2-core "
                     "machine it took about 3 minutes, --quick about a minute (see README, Speed). Exit 0; 2 on a "
-                    "usage or config error.", allow_abbrev=False)
+                    "usage or config error.")
     bench.add_argument("--quick", action="store_true", help="smaller sizes: a check that it all works, noisier figures")
     bench.add_argument("--jobs", type=int, default=0, help="worker processes for P1 and P4 (default: one per CPU)")
     bench.add_argument("--config", default=None,
                        help="the run config of P1, P2 and P4 (default: examples/default.toml)")
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON instead of the table")
-    bench.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -54,10 +54,10 @@ def handle(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise UsageError(str(e)) from None
     large, p2_sessions, n, report_rows, tables = SIZES["quick" if args.quick else "full"]
-    goals: list[speed.Goal] = []
+    goals: list[speed.SpeedGoal] = []
     started = time.perf_counter()
 
-    def step(what: str, measure: Callable[[], speed.Goal]) -> speed.Goal:
+    def step(what: str, measure: Callable[[], speed.SpeedGoal]) -> speed.SpeedGoal:
         print(f"ctxbench: bench: {what} ({time.perf_counter() - started:.0f} s so far)", file=sys.stderr, flush=True)
         goal = measure()
         goals.append(goal)
@@ -67,7 +67,7 @@ def handle(args: argparse.Namespace) -> int:
         root = Path(scratch)
         results: dict[str, Any] = {}
 
-        def p1() -> speed.Goal:
+        def p1() -> speed.SpeedGoal:
             goal, results["large"] = speed.replay_rate(config_path, large, args.jobs, root / "large")
             return goal
 
@@ -75,7 +75,7 @@ def handle(args: argparse.Namespace) -> int:
         step(f"P2 tokenization floor: sessions per scenario: {p2_sessions}, serially", lambda: speed.tokenization_floor(
             config, p2_sessions))
         step(f"P3 linearity: every strategy at {n} and {2 * n} tool steps", lambda: speed.linearity(n))
-        def p4() -> speed.Goal:
+        def p4() -> speed.SpeedGoal:
             measured = [speed.table_phase(root / "large", size, root / f"tables-{size}") for size in tables]
             return speed.peak_rss(results["large"], large, measured[0], tables[0], measured[1], tables[1])
 
@@ -101,7 +101,7 @@ def _report_goal(source: Path, target: Path, rows: int) -> Any:
     started = time.perf_counter()
     write_report(target)
     seconds = time.perf_counter() - started
-    return speed.Goal("P6 report of 30,000 session rows", "< 10 s", f"{seconds:.1f} s for {made:,} rows",
+    return speed.SpeedGoal("P6 report of 30,000 session rows", "< 10 s", f"{seconds:.1f} s for {made:,} rows",
                       seconds < 10 if made >= 30_000 else None,
                       f"ctxbench report on the larger P1 run's sessions repeated to {made:,} session rows (with their "
                       "calls and events); judged only at 30,000 rows", {"seconds": seconds, "session_rows": made})

@@ -10,19 +10,19 @@ import json
 import sys
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers
+from harness.cli.flags import Subparsers, add_command
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench compare``."""
-    comp = subparsers.add_parser(
-        "compare", help="compare two runs per metric and strategy; gate on thresholds",
+    comp = add_command(
+        subparsers, "compare", handle, help="compare two runs per metric and strategy; gate on thresholds",
         description="Compare run B with run A per metric and strategy: A, B and B - A with a 95% bootstrap CI. "
                     "Sessions both runs ran (same scenario, session_index and seed) are paired: B - A is over those "
                     "sessions and one resample serves both runs, so a run compared with itself shows 0 [0, 0]. Runs "
                     "that share no session (other seeds) are compared unpaired; the output says which. Writes "
                     "nothing. Exit 0; 1 when a --fail-on gate failed (said on stderr); 2 when a run directory or "
-                    "a flag is wrong (one line on stderr).", allow_abbrev=False)
+                    "a flag is wrong (one line on stderr).")
     comp.add_argument("run_a", help="the run compared against (A: the baseline, e.g. the main branch's run)")
     comp.add_argument("run_b", help="the run compared (B: e.g. the change's run)")
     comp.add_argument("--metric", action="append", default=[],
@@ -36,7 +36,6 @@ def add_parser(subparsers: Subparsers) -> None:
                            "the bound of (B - A) / A: context_tokens_mean:+5%%) or the metric's unit "
                            "(input_tokens:+1000); repeatable")
     comp.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    comp.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

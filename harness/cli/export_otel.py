@@ -1,5 +1,5 @@
 """``ctxbench export-otel``: a finished run as OpenTelemetry traces, one per session, written as OTLP/JSON
-lines or sent to an OTLP/HTTP receiver (`harness.run.otel.export_run`); and the two steps of
+lines or sent to an OTLP/HTTP receiver (`reports.otel.export_run`); and the two steps of
 ``ctxbench run --otel``: the exporter checked before any session replays, the run exported once its
 tables are written.
 
@@ -18,23 +18,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness.cli.errors import BUG_EXIT, UsageError
-from harness.cli.flags import Subparsers, add_quiet, output_path
+from harness.cli.flags import Subparsers, add_command, add_quiet, output_path
 
 if TYPE_CHECKING:
-    from harness.run.otel import ExporterConfig
+    from reports.otel import ExporterConfig
 
-#: The exporters ``--to`` (and ``run --otel``) accept; `harness.run.otel.EXPORTERS`, repeated here so that
+#: The exporters ``--to`` (and ``run --otel``) accept; `reports.otel.EXPORTERS`, repeated here so that
 #: ``ctxbench --help`` does not import the library.
 EXPORTERS = ("file", "otlp")
 #: The file ``--to file`` writes in the run directory when ``--out`` is not given
-#: (`harness.run.otel.DEFAULT_TRACE_FILE`).
+#: (`reports.otel.DEFAULT_TRACE_FILE`).
 DEFAULT_TRACE_FILE = "traces.otlp.jsonl"
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench export-otel``."""
-    export = subparsers.add_parser(
-        "export-otel", help="export a run's sessions as OpenTelemetry traces (OTLP/JSON file or OTLP/HTTP)",
+    export = add_command(
+        subparsers, "export-otel", handle,
+        help="export a run's sessions as OpenTelemetry traces (OTLP/JSON file or OTLP/HTTP)",
         description="One trace per session, GenAI semantic conventions, on the simulated clock. --to otlp is "
                     "configured only by the standard variables OTEL_EXPORTER_OTLP_ENDPOINT / "
                     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, _HEADERS, _TIMEOUT (seconds), _COMPRESSION; "
@@ -42,13 +43,12 @@ def add_parser(subparsers: Subparsers) -> None:
                     "failed or the receiver rejected spans (the summary line says how many); 2 when the "
                     "exporter cannot be configured, no receiver accepts a connection at the endpoint, --out "
                     "cannot or may not be written, or the directory is not a finished run (one line on "
-                    "stderr).", allow_abbrev=False)
+                    "stderr).")
     export.add_argument("run_dir", help="a finished run directory")
     export.add_argument("--to", choices=EXPORTERS, default="file",
                         help=f"file: OTLP/JSON lines (default, RUN_DIR/{DEFAULT_TRACE_FILE}); otlp: OTLP/HTTP")
     export.add_argument("--out", help=f"with --to file: where to write (default: RUN_DIR/{DEFAULT_TRACE_FILE})")
     add_quiet(export, "no progress on stderr")
-    export.set_defaults(func=handle)
 
 
 def check_exporter_config(to: str, *, out: str | Path | None = None, run_dir: str | Path) -> ExporterConfig:
@@ -56,10 +56,10 @@ def check_exporter_config(to: str, *, out: str | Path | None = None, run_dir: st
     the variable or path, exit 2) when it cannot be configured. ``out`` is the file of ``--to file``
     (default: ``run_dir/traces.otlp.jsonl``, whose directory the run may still have to make): never a run
     directory's own table or manifest, never a path that cannot be written (`harness.core.output_paths`).
-    For ``otlp``, something must accept a connection at the endpoint (`harness.run.otel.check_receiver`):
+    For ``otlp``, something must accept a connection at the endpoint (`reports.otel.check_receiver`):
     a receiver that is not running stops the command before any session replays or any span is made."""
-    from harness.run.otel import OtelConfigError, check_receiver
-    from harness.run.otel import check_exporter_config as check
+    from reports.otel import OtelConfigError, check_receiver
+    from reports.otel import check_exporter_config as check
 
     if to != "file" and out is not None:
         raise UsageError(f"--out is for --to file (the {to} exporter is configured by OTEL_EXPORTER_OTLP_* "
@@ -91,9 +91,9 @@ def export_run(run_dir: str | Path, config: ExporterConfig, *, quiet: bool = Fal
     ``quiet``) and the summary line on ``summary_to`` (stdout by default; stderr when stdout is for
     ``--json``); the exit code: 0, or 1 when some span was not exported (said on stderr too). UsageError
     when the directory is not a finished run."""
-    from harness.run.otel import OtelConfigError, OtelInputError
-    from harness.run.otel import export_run as export
     from harness.run.progress import Progress
+    from reports.otel import OtelConfigError, OtelInputError
+    from reports.otel import export_run as export
 
     bar: Progress | None = None
 

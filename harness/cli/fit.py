@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import TRACE_FORMATS_SLOT, Subparsers, add_format_flag, add_quiet
+from harness.cli.flags import TRACE_FORMATS_SLOT, Subparsers, add_command, add_format_flag, add_quiet
 
 #: Sessions generated for the side-by-side when ``--sessions`` is not given: about ten seconds of replay,
 #: and enough for the quartiles of the comparison table to settle.
@@ -24,9 +24,10 @@ MAX_SEED = 2**63 - 1
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench fit``."""
-    fit = subparsers.add_parser(
-        "fit", help="fit a workload config to agent transcripts, with a report comparing the measured and the "
-                    "generated sessions", allow_abbrev=False,
+    fit = add_command(
+        subparsers, "fit", handle,
+        help="fit a workload config to agent transcripts, with a report comparing the measured and the "
+             "generated sessions",
         description="Measure recorded agent sessions (trace files) and write a run config (--out) whose scenario "
                     "generates sessions like them, plus a report folder (report.html, report.md) putting the "
                     "measured and the generated sessions side by side; print the paths written. Exit 0; 2 when "
@@ -42,7 +43,6 @@ def add_parser(subparsers: Subparsers) -> None:
                      help="replace an existing --out and report folder (never a run directory, its files, "
                           "or a folder holding files fit did not write)")
     add_quiet(fit, "no progress lines on stderr")
-    fit.set_defaults(func=handle)
 
 
 def _say(quiet: bool) -> Callable[[str], None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -21,8 +22,22 @@ if TYPE_CHECKING:
 #: What ``add_subparsers`` returns: each subcommand module adds its parser to it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
+#: What runs a subcommand: its parsed arguments in, its exit code out.
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+
 #: Run flags whose value replaces the config field of the same name (None = not given).
 CONFIG_OVERRIDES = ("sessions", "seed", "model", "jobs", "executor", "scheduler")
+
+
+def add_command(subparsers: Subparsers, name: str, handle: Handler | None = None, *, help: str,
+                description: str) -> argparse.ArgumentParser:
+    """Declare the subcommand ``name``, listed with ``help`` in its parent's help and described by
+    ``description`` in its own; its flags are never abbreviated, and ``handle`` runs it (None for a command
+    whose own subcommands have the handlers)."""
+    parser = subparsers.add_parser(name, help=help, description=description, allow_abbrev=False)
+    if handle is not None:
+        parser.set_defaults(func=handle)
+    return parser
 
 
 def add_quiet(parser: argparse.ArgumentParser, help: str) -> None:

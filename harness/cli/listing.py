@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers
+from harness.cli.flags import Subparsers, add_command
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench list``."""
-    lister = subparsers.add_parser(
-        "list", help="list registered strategies, scenarios or models, or the run directories under a folder",
-        allow_abbrev=False,
+    lister = add_command(
+        subparsers, "list", handle,
+        help="list registered strategies, scenarios or models, or the run directories under a folder",
         description="Print one line per registered strategy (with where its semantics come from), scenario family "
                     "or model profile (window, recall, prices), or per run directory under a folder (its state, "
                     "rows, strategies, model). Writes nothing. Exit 0; 2 on a usage error.")
@@ -23,7 +23,6 @@ def add_parser(subparsers: Subparsers) -> None:
                         help="what to list: the names a config or flag takes, or the run directories")
     lister.add_argument("folder", nargs="?", default=None,
                         help="with `runs`: the folder to look in (default: runs)")
-    lister.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -8,14 +8,14 @@ import argparse
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, add_quiet
+from harness.cli.flags import Subparsers, add_command, add_quiet
 from harness.cli.run import print_summary, write_run_report
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench merge``."""
-    merge = subparsers.add_parser(
-        "merge", help="join shard run directories into one run directory", allow_abbrev=False,
+    merge = add_command(
+        subparsers, "merge", handle, help="join shard run directories into one run directory",
         description="Join the run directories of `ctxbench run --shard K/N` (the same config) into one run "
                     "directory whose tables are those one unsharded run would have written, then print its summary "
                     "and write its report, as `ctxbench run` does. Exit 0; 1 when sessions of the merged run failed "
@@ -28,7 +28,6 @@ def add_parser(subparsers: Subparsers) -> None:
     merge.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
     add_quiet(merge, "no report line on stderr")
     merge.add_argument("--json", action="store_true", help="print the run's metadata and summary as JSON")
-    merge.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """``ctxbench replay TRACE...``: recorded agent sessions (`harness.run.traces`) replayed under every
-strategy with exact token accounting (`harness.run.accounting.replay_traces`), into a run directory with
+strategy with exact token accounting (`harness.run.accounting.account_traces`), into a run directory with
 its report.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, add_executor_flags, add_quiet, names
+from harness.cli.flags import Subparsers, add_command, add_executor_flags, add_quiet, names, output_path
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench replay``."""
-    replay = subparsers.add_parser(
-        "replay", help="replay recorded agent sessions under every strategy: exact tokens, cost, cache hits and "
-                       "hidden tool outputs per strategy", allow_abbrev=False,
+    replay = add_command(
+        subparsers, "replay", handle,
+        help="replay recorded agent sessions under every strategy: exact tokens, cost, cache hits and "
+             "hidden tool outputs per strategy",
         description="Read recorded agent sessions (trace files) and replay each under every strategy with exact "
                     "token accounting: no simulated model, the recorded calls' contexts as each strategy would "
                     "have shaped them. Writes a run directory (sessions, calls and hidden-output tables) and its "
@@ -46,13 +47,12 @@ def add_parser(subparsers: Subparsers) -> None:
     replay.add_argument("--no-resume", action="store_true", help="refuse to reuse an existing run directory")
     add_quiet(replay, "no progress on stderr")
     replay.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
-    replay.set_defaults(func=handle)
 
 
 def replay_config(args: argparse.Namespace) -> RunConfig:
     """The strategies and profile to replay under: ``--config``'s (selected by ``--strategies``), else
-    `harness.run.accounting.replay_entries` (every registered strategy; ``--strategies`` picks among them)."""
-    from harness.run.accounting import replay_entries
+    `harness.run.accounting.accounting_entries` (every registered strategy; ``--strategies`` picks among them)."""
+    from harness.run.accounting import accounting_entries
     from harness.run.config import check_override, config_from_data, load_config
 
     wanted = names(args.strategies, "--strategies")
@@ -60,7 +60,7 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
     if args.config is not None:
         config = load_config(args.config, model=args.model, **where)
         return config.select(wanted, None, source=args.config)
-    entries = replay_entries()
+    entries = accounting_entries()
     if wanted is not None:
         known = {e["name"]: e for e in entries}
         unknown = [n for n in wanted if n not in known]
@@ -96,28 +96,19 @@ def default_out(paths: Sequence[Path]) -> Path:
     return Path("runs") / (f"replay-{name}" if name else "replay")
 
 
-def check_out(out: Path) -> None:
-    """UsageError unless ``out`` can become the run directory (`check_output_path`); what it holds is the
-    run directory's to judge (`harness.run.directory.RunDirectory.prepare`)."""
-    from harness.core.output_paths import OutputPathError, check_output_path
-
-    try:
-        check_output_path(out, flag="--out", directory=True)
-    except OutputPathError as e:
-        raise UsageError(str(e)) from None
-
-
 def handle(args: argparse.Namespace) -> int:
     """Read the traces, replay them, write the run directory and its report; the paths on stdout."""
     from harness.cli.run import print_note
-    from harness.run.accounting import replay_traces
+    from harness.run.accounting import account_traces
     from harness.run.traces import format_names, load_traces
 
     if args.format is not None and args.format not in format_names():
         raise UsageError(f"--format: unknown trace format {args.format!r} (known: {', '.join(format_names())})")
     paths = [Path(t) for t in args.traces]
     out = Path(args.out) if args.out else default_out(paths)
-    check_out(out)
+    # Only whether it can become the run directory: what it holds is the run directory's to judge
+    # (`harness.run.directory.RunDirectory.prepare`).
+    output_path(out, flag="--out", directory=True)
     config = replay_config(args)
     notes: list[str] = []
     sessions = load_traces(paths, args.format, notes=notes)
@@ -125,7 +116,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.traces[0]}: no sessions found in the traces given")
     for note in notes:
         print(f"ctxbench: note: {note}", file=sys.stderr)
-    summary = replay_traces(sessions, config, out, quiet=args.quiet, resume=not args.no_resume, notify=print_note)
+    summary = account_traces(sessions, config, out, quiet=args.quiet, resume=not args.no_resume, notify=print_note)
     print(f"ctxbench replay: {out} ({summary.sessions} recorded sessions x {len(summary.strategies)} strategies, "
           f"{summary.rows['calls.parquet']} calls; {summary.wall_s:.1f} s)")
     if not args.no_report:

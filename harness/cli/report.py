@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, add_quiet
+from harness.cli.flags import Subparsers, add_command, add_quiet
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench report``."""
-    report = subparsers.add_parser(
-        "report", help="write report.html and report.md (and plots/*.png) for a run directory", allow_abbrev=False,
+    report = add_command(
+        subparsers, "report", handle, help="write report.html and report.md (and plots/*.png) for a run directory",
         description="Write the report of a finished run directory into it: report.html (self-contained), "
                     "report.md and plots/*.png, with sweep.html / sweep.md for a sweep; print the paths written. "
                     "The directory is checked before anything is written. Exit 0; 2 when it is not a finished run "
@@ -30,7 +30,6 @@ def add_parser(subparsers: Subparsers) -> None:
                         help="strategy the paired differences are against (default: unbounded, or the run's first "
                              "strategy when it has no unbounded; an unknown name is an error)")
     add_quiet(report, "no progress lines on stderr")
-    report.set_defaults(func=handle)
 
 
 #: Set to 1 to silence the stage lines (the test suite does: whether a stage starts after a second

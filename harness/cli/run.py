@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.export_otel import check_exporter_config, export_run
-from harness.cli.flags import Subparsers, add_run_flags, load_run_config, output_path, shard
+from harness.cli.flags import Subparsers, add_command, add_run_flags, load_run_config, output_path, shard
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench run``."""
-    run = subparsers.add_parser(
-        "run", help="replay sessions under every strategy into a run directory", allow_abbrev=False,
+    run = add_command(
+        subparsers, "run", handle, help="replay sessions under every strategy into a run directory",
         description="Generate the config's sessions and replay each under every configured strategy (the same "
                     "sessions for all, so the comparison is paired) into a run directory: sessions.parquet, "
                     "calls.parquet, events.parquet, manifest.json and config.toml, then report.html and report.md; "
@@ -30,7 +30,6 @@ def add_parser(subparsers: Subparsers) -> None:
                     "when sessions failed with outcome 'error'; 2 on a usage or config error (one line on stderr).")
     run.add_argument("config", nargs="?", help="TOML config (default: the embedded examples/default.toml)")
     add_run_flags(run)
-    run.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

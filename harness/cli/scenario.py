@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, param_value
+from harness.cli.flags import Subparsers, add_command, param_value
 from harness.cli.listing import print_listing
 
 #: The largest seed a script can be shown for: session seeds are 64-bit (`harness.core.crn.session_seed`),
@@ -19,14 +19,14 @@ MAX_SESSION_SEED = 2**64 - 1
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench scenario`` and its one subcommand, ``show``."""
-    scenario = subparsers.add_parser(
-        "scenario", help="inspect generated session scripts", allow_abbrev=False,
+    scenario = add_command(
+        subparsers, "scenario", help="inspect generated session scripts",
         description="Inspect the session scripts a scenario family generates: the same seed and params always give "
                     "the same script.")
     scenario_sub = scenario.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", required=True,
                                            help="what to do (one subcommand: show)")
-    show = scenario_sub.add_parser(
-        "show", help="print a generated script as JSON", allow_abbrev=False,
+    show = add_command(
+        scenario_sub, "show", handle_show, help="print a generated script as JSON",
         description="Generate the script of one scenario family at one seed and print it as JSON (or a short "
                     "summary with --summary); writes nothing. Exit 0; 2 when the name, the seed or a --param is "
                     "wrong (one line on stderr).")
@@ -36,7 +36,6 @@ def add_parser(subparsers: Subparsers) -> None:
     show.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                       help="a generator parameter, e.g. --param turns=40 (repeatable)")
     show.add_argument("--summary", action="store_true", help="print a short table instead of the JSON")
-    show.set_defaults(func=handle_show)
 
 
 def handle_show(args: argparse.Namespace) -> int:

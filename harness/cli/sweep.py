@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, add_run_flags, load_run_config, names, param_value
+from harness.cli.flags import Subparsers, add_command, add_run_flags, load_run_config, names, param_value
 from harness.cli.run import execute
 
 if TYPE_CHECKING:
@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench sweep``: the run flags plus the grid's ``--param`` and ``--models``."""
-    sweep = subparsers.add_parser(
-        "sweep", help="a grid over strategy params and model profiles in one run directory, "
-                      "with a sweep page plotting every headline metric against each param", allow_abbrev=False,
+    sweep = add_command(
+        subparsers, "sweep", handle,
+        help="a grid over strategy params and model profiles in one run directory, "
+             "with a sweep page plotting every headline metric against each param",
         description="Run a grid, one factor at a time, over strategy params (--param, the config's [sweep.params]) "
                     "crossed with model profiles (--models, [sweep] models), every variant on the same sessions, "
                     "into one run directory like `ctxbench run`'s, plus sweep.html and sweep.md. Without a config: "
@@ -36,7 +37,6 @@ def add_parser(subparsers: Subparsers) -> None:
     sweep.add_argument("--models", help="comma-separated model profiles to cross the grid with (`ctxbench list "
                                         "models`; replaces the config's [sweep] models)")
     add_run_flags(sweep)
-    sweep.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cli.flags import Subparsers, load_run_config
+from harness.cli.flags import Subparsers, add_command, load_run_config
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench validate``."""
-    validate = subparsers.add_parser(
-        "validate", help="check a config (loading and wiring) without running it", allow_abbrev=False,
+    validate = add_command(
+        subparsers, "validate", handle, help="check a config (loading and wiring) without running it",
         description="Load a run config and check it as `ctxbench run` would (every strategy, scenario, profile and "
                     "param, and the [sweep] grid) without running it or writing anything; print one line: its "
                     "sessions, strategies, sweep variants and config hash. Exit 0 when it is valid; 2 otherwise, "
                     "with one line on stderr naming the file and field.")
     validate.add_argument("config", help="the TOML config to check")
-    validate.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -11,14 +11,15 @@ import sys
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, add_quiet, output_path
+from harness.cli.flags import Subparsers, add_command, add_quiet, output_path
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench validation``."""
-    val = subparsers.add_parser(
-        "validation", help="run the validation experiments and write docs/validation.md: every published target "
-                           "with our figure, its CI and a verdict", allow_abbrev=False,
+    val = add_command(
+        subparsers, "validation", handle,
+        help="run the validation experiments and write docs/validation.md: every published target "
+             "with our figure, its CI and a verdict",
         description="Run the validation experiments into --out (resumable) and write the validation document "
                     "(--doc) with its plots and reports: every published target with our figure, its 95% CI and a "
                     "verdict; print the verdict counts and each disagreement. The full run takes tens of minutes "
@@ -36,7 +37,6 @@ def add_parser(subparsers: Subparsers) -> None:
     val.add_argument("--examples", help="the examples/ directory with the reference configs (default: the checkout's)")
     val.add_argument("--report-only", action="store_true", help="only write the document from an existing --out")
     add_quiet(val, "no progress lines")
-    val.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from harness.cli.errors import UsageError
-from harness.cli.flags import Subparsers, output_path
+from harness.cli.flags import Subparsers, add_command, output_path
 
 #: The port ``--serve`` listens on unless ``--port`` says otherwise.
 DEFAULT_PORT = 8765
@@ -20,18 +20,17 @@ DEFAULT_PORT = 8765
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench view``."""
-    view = subparsers.add_parser(
-        "view", help="write the session explorer (explorer.html) of a run directory; --serve to open it over http",
+    view = add_command(
+        subparsers, "view", handle,
+        help="write the session explorer (explorer.html) of a run directory; --serve to open it over http",
         description="Write a self-contained HTML page (no network needed) to filter and sort a run's sessions, step "
                     "through one session's turns (context by kind, decision and trace, tool result, compactions, "
                     "facts lost) and put two strategies side by side on the same session; print its path. Exit 0; "
-                    "2 when the directory is not a finished run or the port is busy (one line on stderr).",
-        allow_abbrev=False)
+                    "2 when the directory is not a finished run or the port is busy (one line on stderr).")
     view.add_argument("run_dir", help="a finished run directory (the turns come from its events.parquet)")
     view.add_argument("--out", help="where to write the page (default: RUN_DIR/explorer.html)")
     view.add_argument("--serve", action="store_true", help="serve the page on http://127.0.0.1:PORT/ until Ctrl-C")
     view.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port for --serve (default: {DEFAULT_PORT})")
-    view.set_defaults(func=handle)
 
 
 def _port(text: str) -> int:

@@ -10,8 +10,9 @@ into, and the error classes), `harness.core.switches` (the runtime switches), `h
 (name registries with entry points), `harness.core.crn` (common random numbers), `harness.core.files`
 (atomic writes), `harness.core.output_paths` (where a command may write), `harness.core.rundir` (the
 run directory's files and its `Manifest`), `harness.core.tables` (the tables' outcome names, keys and
-columns), `harness.core.suggest` (the "did you mean" of every error about an unknown name) and
-`harness.core.errors` (the place and text of a pydantic error).
+columns), `harness.core.suggest` (the "did you mean" of every error about an unknown name),
+`harness.core.errors` (the place and text of a pydantic error) and `harness.core.shard` (the `Shard`
+value of ``--shard K/N``).
 Nothing here imports another project package.
 """
 

@@ -1,5 +1,5 @@
 """Accounting runs: recorded sessions (`harness.run.traces`) replayed under every strategy of a config by
-`harness.sim.accounting.account`, written as an ordinary run directory the reports read.
+`harness.sim.recorded.account`, written as an ordinary run directory the reports read.
 
 An accounting run is a run like a simulated one (`harness.run.runner.execute`): its `RunPlan` cuts the
 recorded sessions into batches, a worker (`account_batch`) replays each batch under every strategy, each
@@ -35,12 +35,19 @@ from harness.run.parts import BatchResult
 from harness.run.plan import Batch, PlannedSession, RunPlan
 from harness.run.table_writer import TableSpec
 from harness.run.traces import ImportedSession
-from harness.sim.accounting import CALL_FIELDS, SESSION_FIELDS, account
 from harness.sim.profiles import Profile
+from harness.sim.recorded import CALL_FIELDS, SESSION_FIELDS, account
 from strategies import create
 
-__all__ = ["REPLAY_PARAMS", "AccountingSummary", "AccountingTask", "account_batch", "accounting_plan",
-           "replay_entries", "replay_traces"]
+__all__ = [
+    "ACCOUNTING_PARAMS",
+    "AccountingSummary",
+    "AccountingTask",
+    "account_batch",
+    "account_traces",
+    "accounting_entries",
+    "accounting_plan",
+]
 
 #: The scenario name of every recorded session's rows.
 TRACE_SCENARIO = "trace"
@@ -48,20 +55,20 @@ TRACE_SCENARIO = "trace"
 
 #: Params for the managers whose sources leave a setting to the user, as examples/sdk.toml sets them: a
 #: LangChain summarization trigger at 80% of the window, ADK's token trigger at 80% of the frontier window.
-REPLAY_PARAMS: dict[str, dict[str, Any]] = {
+ACCOUNTING_PARAMS: dict[str, dict[str, Any]] = {
     "pipeline": DEFAULT_PIPELINE,
     "langchain_summarization": {"trigger": ["fraction", 0.8]},
     "adk_compaction": {"token_threshold": 160_000, "event_retention_size": 5},
 }
 
 
-def replay_entries() -> list[dict[str, Any]]:
+def accounting_entries() -> list[dict[str, Any]]:
     """The strategy entries ``ctxbench replay`` uses when given no config: every registered strategy (the
-    research set and the SDK managers) with its defaults, or `REPLAY_PARAMS`; one that cannot be made
+    research set and the SDK managers) with its defaults, or `ACCOUNTING_PARAMS`; one that cannot be made
     here (a bridge whose optional dependency is not installed) is left out."""
     entries = []
     for name in strategies.names():
-        entry = {"name": name, **REPLAY_PARAMS.get(name, {})}
+        entry = {"name": name, **ACCOUNTING_PARAMS.get(name, {})}
         try:
             create(name, **{k: v for k, v in entry.items() if k != "name"})
         except Exception:
@@ -87,7 +94,7 @@ class AccountingSummary:
 CALLS_SCHEMA = tables.arrow_schema(tables.select(tables.CALL_COLUMNS, (
     *tables.SESSION_ROW_KEY, *CALL_FIELDS, *tables.names(tables.CALL_COLUMNS, ("accounting",)))))
 #: The sessions table's columns: the accounting replay's row, then which recorded session it is.
-SESSION_COLUMNS = (*SESSION_FIELDS, "trace", "session_id", "format", "model")
+ACCOUNTING_SESSION_COLUMNS = (*SESSION_FIELDS, "trace", "session_id", "format", "model")
 #: The hidden-outputs table's columns, so that a run in which nothing was hidden still has them all.
 HIDDEN_SCHEMA = tables.arrow_schema(tables.HIDDEN_COLUMNS)
 
@@ -177,7 +184,8 @@ def accounting_plan(sessions: Sequence[ImportedSession], config: RunConfig) -> R
         config=config, config_hash=content_hash({"mode": ACCOUNTING_MODE, **stamp, "batch_size": size,
                                                  "sessions": [_content(s) for s in sessions]}),
         batches=batches, shard=None, scenario_names=(TRACE_SCENARIO,), labels=tuple(v.label for v in variants),
-        tables=(TableSpec(SESSIONS_TABLE, "sessions", "pylist", columns=SESSION_COLUMNS, compression="snappy"),
+        tables=(TableSpec(SESSIONS_TABLE, "sessions", "pylist", columns=ACCOUNTING_SESSION_COLUMNS,
+                          compression="snappy"),
                 TableSpec(CALLS_TABLE, "calls", "pylist", schema=CALLS_SCHEMA, compression="snappy"),
                 TableSpec(HIDDEN_TABLE, "hidden", "pylist", schema=HIDDEN_SCHEMA, compression="snappy")),
         stamp=stamp,
@@ -188,7 +196,7 @@ def accounting_plan(sessions: Sequence[ImportedSession], config: RunConfig) -> R
         work=account_batch, task=task)
 
 
-def replay_traces(sessions: Sequence[ImportedSession], config: RunConfig, out: Path, *, quiet: bool = False,
+def account_traces(sessions: Sequence[ImportedSession], config: RunConfig, out: Path, *, quiet: bool = False,
                   resume: bool = True, notify: Callable[[str], None] | None = None) -> AccountingSummary:
     """Account every recorded session under every strategy variant of ``config`` into the run directory
     ``out`` (new, or one an earlier replay of the same traces and config left: it resumes), on the

@@ -76,7 +76,7 @@ class Part:
     call_rows: list[dict[str, Any]]
     #: Event rows as the values of `EVENT_COLUMNS`; none when the run keeps no event log.
     event_rows: list[list[Any]]
-    #: An accounting run's hidden-output rows (`harness.sim.accounting.HiddenOutput` and their key).
+    #: An accounting run's hidden-output rows (`harness.sim.recorded.HiddenOutput` and their key).
     hidden_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def rows(self, table: str) -> list[Any]:

@@ -16,18 +16,32 @@ from harness.core import tables
 from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE
 from harness.core.shard import Shard
 from harness.core.switches import Switches
-from harness.run.config import RunConfig
+from harness.run.config import RunConfig, content_hash
 from harness.run.parts import BatchResult
 from harness.run.table_writer import TableSpec
 
-__all__ = ["CALL_COLUMNS", "EVENT_SCHEMA", "SESSION_COLUMNS", "Batch", "BatchTask", "PlannedSession", "RunPlan",
-           "SeriesPlan", "VariantSpec", "allocate", "make_task", "plan", "session_columns", "shard_of"]
+__all__ = [
+    "EVENT_SCHEMA",
+    "SIMULATED_CALL_COLUMNS",
+    "SIMULATED_SESSION_COLUMNS",
+    "Batch",
+    "BatchTask",
+    "PlannedSession",
+    "RunPlan",
+    "SeriesTask",
+    "VariantTask",
+    "allocate",
+    "make_task",
+    "plan",
+    "session_columns",
+    "shard_of",
+]
 
 #: A simulated run's sessions columns: the replay's own, then where the row sits in the run (its profile
 #: and its sweep point).
-SESSION_COLUMNS = list(tables.names(tables.SESSION_COLUMNS, ("", "sweep")))
+SIMULATED_SESSION_COLUMNS = list(tables.names(tables.SESSION_COLUMNS, ("", "sweep")))
 #: A simulated run's call columns (an accounting run's extra ones are not in a simulated run's table).
-CALL_COLUMNS = list(tables.names(tables.CALL_COLUMNS))
+SIMULATED_CALL_COLUMNS = list(tables.names(tables.CALL_COLUMNS))
 #: The columns of ``events.parquet`` (`harness.core.tables.EVENT_COLUMNS`, `EventRecord`'s fields).
 EVENT_SCHEMA = tables.arrow_schema(tables.EVENT_COLUMNS)
 
@@ -36,8 +50,8 @@ def session_columns(config: RunConfig) -> list[str]:
     """The sessions table's columns for ``config``: the series and memory columns only in a run with
     ``[series]``, so a run without one keeps its tables byte for byte."""
     if config.series is None:
-        return SESSION_COLUMNS
-    return [*SESSION_COLUMNS, *tables.names(tables.SESSION_COLUMNS, ("series", "memory"))]
+        return SIMULATED_SESSION_COLUMNS
+    return [*SIMULATED_SESSION_COLUMNS, *tables.names(tables.SESSION_COLUMNS, ("series", "memory"))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +101,7 @@ def shard_of(batches: Sequence[Batch], shard: Shard | None) -> list[Batch]:
 
 
 @dataclass(frozen=True, slots=True)
-class VariantSpec:
+class VariantTask:
     """One variant of `RunConfig.variants`, as plain data a worker process can receive."""
 
     name: str
@@ -109,16 +123,16 @@ class BatchTask:
     batch: Batch
     root_seed: int
     scenarios: tuple[tuple[str, dict[str, Any]], ...]
-    variants: tuple[VariantSpec, ...]
+    variants: tuple[VariantTask, ...]
     profiles: tuple[dict[str, Any], ...]
     #: Keep the per-turn event log (`RunConfig.events`).
     events: bool = True
     #: The run's ``[series]`` as plain data; None: sessions are independent.
-    series: SeriesPlan | None = None
+    series: SeriesTask | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class SeriesPlan:
+class SeriesTask:
     """`harness.run.config.SeriesSpec` as plain data for a worker."""
 
     length: int
@@ -130,7 +144,7 @@ class SeriesPlan:
         return divmod(session_index, self.length)
 
 
-def _variant_specs(config: RunConfig) -> tuple[tuple[VariantSpec, ...], list[dict[str, Any]]]:
+def _variant_specs(config: RunConfig) -> tuple[tuple[VariantTask, ...], list[dict[str, Any]]]:
     """Every variant with its resolved switches, and the profiles they use, deduplicated."""
     profiles: list[dict[str, Any]] = []
     specs = []
@@ -140,7 +154,7 @@ def _variant_specs(config: RunConfig) -> tuple[tuple[VariantSpec, ...], list[dic
         dumped = variant.profile.model_dump(mode="json")
         if dumped not in profiles:
             profiles.append(dumped)
-        specs.append(VariantSpec(e.name, e.key, e.params, switches, profiles.index(dumped), variant.tags(),
+        specs.append(VariantTask(e.name, e.key, e.params, switches, profiles.index(dumped), variant.tags(),
                                  memory=bool(e.memory)))
     return tuple(specs), profiles
 
@@ -187,7 +201,7 @@ class RunPlan:
         resolved = config.resolved()
         variants = config.variants()
         specs = _variant_specs(config)
-        series = None if config.series is None else SeriesPlan(config.series.length, config.series.p_write,
+        series = None if config.series is None else SeriesTask(config.series.length, config.series.p_write,
                                                                 config.series.p_change)
         scenarios = tuple((s.name, s.params) for s in config.scenarios)
         profiles = tuple(specs[1])
@@ -199,13 +213,13 @@ class RunPlan:
         specs_of_tables = [
             TableSpec(SESSIONS_TABLE, "sessions", "pandas", columns=tuple(session_columns(config)),
                       keys=tables.SESSION_ROW_KEY),
-            TableSpec(CALLS_TABLE, "calls", "pandas", columns=tuple(CALL_COLUMNS), keys=tables.CALL_ROW_KEY),
+            TableSpec(CALLS_TABLE, "calls", "pandas", columns=tuple(SIMULATED_CALL_COLUMNS), keys=tables.CALL_ROW_KEY),
         ]
         if config.events:
             specs_of_tables.append(TableSpec(EVENTS_TABLE, "events", "fixed", schema=EVENT_SCHEMA,
                                              keys=tables.EVENT_ROW_KEY))
         return cls(
-            config=config, config_hash=config.config_hash(), batches=tuple(plan(config)), shard=shard,
+            config=config, config_hash=content_hash(resolved), batches=tuple(plan(config)), shard=shard,
             scenario_names=tuple(s.name for s in config.scenarios), labels=tuple(v.label for v in variants),
             tables=tuple(specs_of_tables), stamp=resolved,
             manifest={"root_seed": config.seed, "strategies": resolved["strategies"],

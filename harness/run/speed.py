@@ -47,7 +47,7 @@ from harness.sim.profiles import profile
 
 __all__ = [
     "LINEARITY_PARAMS",
-    "Goal",
+    "SpeedGoal",
     "interleaved_best",
     "linearity",
     "peak_rss",
@@ -65,7 +65,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class Goal:
+class SpeedGoal:
     """One line of the table: the goal, its target, what was measured, whether it is met (None: not
     measured here) and how it was measured."""
 
@@ -136,19 +136,19 @@ def _child_run(config_path: Path, sessions: int, jobs: int, out: Path) -> dict[s
     return result
 
 
-def replay_rate(config_path: Path, sessions: int, jobs: int, out: Path) -> tuple[Goal, dict[str, Any]]:
+def replay_rate(config_path: Path, sessions: int, jobs: int, out: Path) -> tuple[SpeedGoal, dict[str, Any]]:
     """P1: replays per second of a real run of ``config_path`` at ``sessions`` into ``out``."""
     result = _child_run(config_path, sessions, jobs, out)
     rate = result["rows"] / result["seconds"]
     workers = jobs or os.cpu_count() or 1
-    goal = Goal("P1 replays per second", ">= 500/s on 2 cores", f"{rate:,.0f}/s on {workers} workers", rate >= 500,
+    goal = SpeedGoal("P1 replays per second", ">= 500/s on 2 cores", f"{rate:,.0f}/s on {workers} workers", rate >= 500,
                 f"ctxbench run {config_path.name} --sessions {sessions}: {result['rows']:,} replays in "
                 f"{result['seconds']:.1f} s (no report)", {"replays_per_s": rate, "workers": workers} | result)
     return goal, result
 
 
 def peak_rss(run: dict[str, Any], run_sessions: int, small: dict[str, Any], small_sessions: int,
-             large: dict[str, Any], large_sessions: int, target: int = 100_000) -> Goal:
+             large: dict[str, Any], large_sessions: int, target: int = 100_000) -> SpeedGoal:
     """P4: the parent's peak RSS in a ``target``-session run, from what grows with it.
 
     A run's parent holds one batch at a time while the workers replay (``run``: the P1 run's peak), then
@@ -162,7 +162,8 @@ def peak_rss(run: dict[str, Any], run_sessions: int, small: dict[str, Any], smal
     slope = (large["peak_rss_mb"] - small["peak_rss_mb"]) / (large_sessions - small_sessions) * 1000
     tables_at_target = large["peak_rss_mb"] + max(slope, 0.0) * (target - large_sessions) / 1000
     projected = max(run["peak_rss_mb"], tables_at_target)
-    return Goal("P4 peak RSS, 100,000 sessions", "<= 1 GB", f"{projected:,.0f} MB (extrapolated)", projected <= 1024,
+    return SpeedGoal("P4 peak RSS, 100,000 sessions", "<= 1 GB", f"{projected:,.0f} MB (extrapolated)",
+                     projected <= 1024,
                 f"replaying, the parent of a {run_sessions:,}-session run peaked at {run['peak_rss_mb']:,.0f} MB; "
                 f"writing the tables of {small_sessions:,} and {large_sessions:,} sessions (tiled from that run) "
                 f"{small['peak_rss_mb']:,.0f} MB and {large['peak_rss_mb']:,.0f} MB: {slope:+,.1f} MB per 1,000 "
@@ -308,7 +309,7 @@ def _clear(tokenizer: Tokenizer) -> None:
     clear()
 
 
-def tokenization_floor(config: RunConfig, sessions: int, *, repeats: int = 3) -> Goal:
+def tokenization_floor(config: RunConfig, sessions: int, *, repeats: int = 3) -> SpeedGoal:
     """P2: generating and replaying ``sessions`` sessions of ``config`` under every variant, serially
     and with a cold tokenizer, against counting once each distinct text those replays counted."""
     variants = config.variants()
@@ -346,7 +347,7 @@ def tokenization_floor(config: RunConfig, sessions: int, *, repeats: int = 3) ->
     replay_s, floor_s, n, _ = interleaved_best(repeats, replays, floor)
     ratio = replay_s / floor_s
     chars = sum(len(t) for t in texts)
-    return Goal("P2 replay / tokenization floor", "<= 3x", f"{ratio:,.1f}x", ratio <= 3,
+    return SpeedGoal("P2 replay / tokenization floor", "<= 3x", f"{ratio:,.1f}x", ratio <= 3,
                 f"{n} replays (sessions per scenario: {sessions}, x {len(variants)} variants, serial, cold tokenizer) "
                 f"{replay_s:.2f} s; counting their {len(texts):,} distinct texts ({chars / 1e6:.1f} M characters) "
                 f"once {floor_s:.3f} s", {"ratio": ratio, "replay_s": replay_s, "floor_s": floor_s,
@@ -377,7 +378,7 @@ LINEARITY_PARAMS: dict[str, dict[str, Any]] = {
 LINEARITY_FAMILY, LINEARITY_SEED, LINEARITY_PROFILE = "k8s_crashloop", 0, "oracle"
 
 
-def linearity(n: int, *, repeats: int = 5, names: list[str] | None = None) -> Goal:
+def linearity(n: int, *, repeats: int = 5, names: list[str] | None = None) -> SpeedGoal:
     """P3: per strategy, the replay time of a session of 2N tool steps over one of N steps, best of
     ``repeats`` alternating samples (a 200-step replay takes some 50 ms: with three samples one
     strategy of nineteen would read 2.2-2.3 now and then on a linear replay)."""
@@ -396,7 +397,7 @@ def linearity(n: int, *, repeats: int = 5, names: list[str] | None = None) -> Go
         ratios[name] = long_s / short_s
         turns[name] = (short.record.turns, long.record.turns)
     worst = max(ratios, key=lambda k: ratios[k])
-    return Goal("P3 linear in turns (2N / N)", "<= 2.2 for every strategy",
+    return SpeedGoal("P3 linear in turns (2N / N)", "<= 2.2 for every strategy",
                 f"worst {ratios[worst]:.2f} ({worst})", all(r <= 2.2 for r in ratios.values()),
                 f"{LINEARITY_FAMILY} with {n} and {2 * n} tool steps, {LINEARITY_PROFILE} profile: "
                 + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items())),
@@ -420,7 +421,7 @@ def script_history(turns: int) -> list[Message]:
     return history
 
 
-def strands_operations(turns: int = 200, *, repeats: int = 5) -> Goal:
+def strands_operations(turns: int = 200, *, repeats: int = 5) -> SpeedGoal:
     """P5: our sliding window's and summarizer's reduction against strands' managers on the same
     Converse history (the time of one management call after each of ``turns`` steps)."""
     try:
@@ -430,14 +431,14 @@ def strands_operations(turns: int = 200, *, repeats: int = 5) -> Goal:
         )
         from strands.types.exceptions import ContextWindowOverflowException
     except ImportError:
-        return Goal("P5 operations vs strands", ">= strands' speed", "not measured", None,
+        return SpeedGoal("P5 operations vs strands", ">= strands' speed", "not measured", None,
                     "strands-agents is not installed (it is a test dependency: pip install -e '.[dev]')", {})
     return _strands_operations(SlidingWindowConversationManager, SummarizingConversationManager,
                                ContextWindowOverflowException, turns, repeats)
 
 
 def _strands_operations(sliding: Any, summarizing: Any, overflow: type[Exception], turns: int,
-                        repeats: int) -> Goal:
+                        repeats: int) -> SpeedGoal:
     import copy
     import logging
     from types import SimpleNamespace
@@ -481,7 +482,7 @@ def _strands_operations(sliding: Any, summarizing: Any, overflow: type[Exception
         ours_s, theirs_s, _, _ = interleaved_best(repeats, ours, theirs)
         ratios[name] = ours_s / theirs_s
     worst = max(ratios, key=lambda k: ratios[k])
-    return Goal("P5 operations vs strands", "<= 1x strands' time", f"worst {ratios[worst]:.2f}x ({worst})",
+    return SpeedGoal("P5 operations vs strands", "<= 1x strands' time", f"worst {ratios[worst]:.2f}x ({worst})",
                 all(r <= 1 for r in ratios.values()),
                 f"one reduce_context on a {len(history)}-message history: "
                 + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()), {"ratios": ratios})

@@ -32,7 +32,7 @@ from harness.run.directory import RunSummary
 from harness.run.runner import run
 from harness.sim import calibration
 from harness.sim.kernel import Replay
-from harness.sim.loops import Event, StuckDetector, Verdict
+from harness.sim.loops import LoopEvent, StuckDetector, Verdict
 from harness.sim.profiles import LITERAL_FIT_RMSE, LITERAL_SOURCES, RULER_LENGTHS, RULER_ROWS, profile
 from scenarios.base import SessionScript, Step
 
@@ -221,7 +221,7 @@ def throttle_experiment() -> dict[str, Any]:
             "clock_s": record.latency_s, "wall_s": wall}
 
 
-def _detector(events: list[Event]) -> StuckDetector:
+def _detector(events: list[LoopEvent]) -> StuckDetector:
     detector = StuckDetector()
     for e in events:
         detector.log(e)
@@ -231,22 +231,22 @@ def _detector(events: list[Event]) -> StuckDetector:
 def stuck_cases() -> list[dict[str, Any]]:
     """P9: the OpenHands StuckDetector cases of docs/model.md 11, each with what the rule says and what
     our detector answers."""
-    a = Event.action("kubectl_logs", '{"pod": "pod-q2kx"}', "Step s2: fetch the logs.")
-    b = Event.action("kubectl_get", '{"namespace": "shop-k3vq"}', "Step s1: list the pods.")
-    obs_a = Event.observation("kubectl_logs", "10:00:02 ERROR upstream call failed")
-    obs_b = Event.observation("kubectl_get", "NAME READY STATUS")
-    task = Event.message("user", "Find the bad pod.")
+    a = LoopEvent.action("kubectl_logs", '{"pod": "pod-q2kx"}', "Step s2: fetch the logs.")
+    b = LoopEvent.action("kubectl_get", '{"namespace": "shop-k3vq"}', "Step s1: list the pods.")
+    obs_a = LoopEvent.observation("kubectl_logs", "10:00:02 ERROR upstream call failed")
+    obs_b = LoopEvent.observation("kubectl_get", "NAME READY STATUS")
+    task = LoopEvent.message("user", "Find the bad pod.")
 
-    def errors(n: int) -> list[Event]:
-        out: list[Event] = []
+    def errors(n: int) -> list[LoopEvent]:
+        out: list[LoopEvent] = []
         for i in range(n):
-            out += [a, Event.error("kubectl_logs", f"Error: upstream 404 (request {i})")]
+            out += [a, LoopEvent.error("kubectl_logs", f"Error: upstream 404 (request {i})")]
         return out
 
-    def say(text: str) -> Event:
-        return Event.message("agent", text)
+    def say(text: str) -> LoopEvent:
+        return LoopEvent.message("agent", text)
 
-    cases: list[tuple[str, list[Event], Callable[[Verdict], bool], str]] = [
+    cases: list[tuple[str, list[LoopEvent], Callable[[Verdict], bool], str]] = [
         ("4 identical action-observation pairs", [task, *[a, obs_a] * 4], lambda v: v.stuck, "stuck (repeat)"),
         ("3 identical pairs", [task, *[a, obs_a] * 3], lambda v: not v.stuck, "not stuck"),
         ("error streak of 3", [task, *errors(3)], lambda v: not v.stuck and v.nudge, "nudge only"),

@@ -14,7 +14,7 @@ from harness.core import tables
 from harness.core.crn import session_seed
 from harness.core.switches import Switches
 from harness.run.parts import BatchResult, EventLines
-from harness.run.plan import SESSION_COLUMNS, BatchTask, VariantSpec
+from harness.run.plan import SIMULATED_SESSION_COLUMNS, BatchTask, VariantTask
 from harness.sim.kernel import replay
 from harness.sim.memory import MemoryStore
 from harness.sim.metrics import MEMORY_OFF_ROW
@@ -74,11 +74,11 @@ def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
     return BatchResult(task.batch.id, session_rows, call_rows, EventLines.of(event_rows))
 
 
-def _error_row(scenario: str, index: int, seed: int, spec: VariantSpec, e: BaseException) -> dict[str, Any]:
+def _error_row(scenario: str, index: int, seed: int, spec: VariantTask, e: BaseException) -> dict[str, Any]:
     """The row of a session whose replay raised: every column at its default (no counts, no cost), then the
     session's identity, the switches it was to run with, outcome ``error`` and the exception."""
     switches = spec.switches
-    row = tables.defaults(tables.select(tables.SESSION_COLUMNS, SESSION_COLUMNS))
+    row = tables.defaults(tables.select(tables.SESSION_COLUMNS, SIMULATED_SESSION_COLUMNS))
     row |= {"scenario": scenario, "session_index": index, "seed": seed, "strategy": spec.label, "outcome": "error",
             "contracts": bool(switches["contracts"]), "errors": switches["errors"],
             "breaker": bool(switches["breaker"]), "output_cap_chars": int(switches["output_cap_chars"]),

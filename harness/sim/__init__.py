@@ -1,4 +1,6 @@
-"""One session, simulated: model profiles (`profiles`), the mock model's policy (`model`), the replay
-kernel (`kernel`: the loop; `tool_player`, `billing`, `throttling`, `clock`, `agent`: its parts),
-loop detection (`loops`), the per-call and per-session records (`metrics`) and the calibration
+"""One session: model profiles (`profiles`), the mock model's policy (`model`), the replay kernel
+(`kernel`: the loop; `window`, the window engine it shares with the accounting replay; `tool_player`,
+`billing`, `throttling`, `clock`, `agent`, `fact_lines`: its parts), the accounting replay of a recorded
+session (`recorded`), loop detection (`loops`), the per-call and per-session records (`metrics`), the
+per-turn event log (`events`), memory across the sessions of a series (`memory`) and the calibration
 probes (`calibration`). Imports `strategies`, `scenarios` and `harness.core`; nothing above."""

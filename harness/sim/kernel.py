@@ -70,7 +70,7 @@ from harness.sim.billing import Billing, ModelCall, PromptCache
 from harness.sim.clock import SimClock
 from harness.sim.events import EventLog
 from harness.sim.fact_lines import fact_lines, parse_fact_lines
-from harness.sim.loops import Event, StuckDetector
+from harness.sim.loops import LoopEvent, StuckDetector
 from harness.sim.memory import LoadedMemory, MemoryStore
 from harness.sim.metrics import (
     CallRecord,
@@ -103,7 +103,7 @@ class SessionResult:
 
     record: SessionRecord
     calls: list[CallRecord]
-    events: list[Event]
+    loop_events: list[LoopEvent]
     event_rows: list[list[Any]] = field(default_factory=list)
     #: With memory on: the agent's memory as the session left it, for the next session of its series.
     memory: MemoryStore | None = None
@@ -169,7 +169,7 @@ class Replay:
         # The session's naming (the catalogue, or the one with hyphenated tools) decided once from its calls.
         self.tools = ToolPlayer(seed=self.seed, switches=switches, truth=self.model.truth, tally=self.tally,
                                 clock=self.clock, registry=registry_for(script.tool_names()))
-        self.events: list[Event] = []
+        self.loop_events: list[LoopEvent] = []
         #: key -> the step whose result first held it (the plan an agent may re-fetch from).
         self.producers: dict[str, Step] = {}
         self._summary_n = 0
@@ -222,7 +222,7 @@ class Replay:
             family=script.scenario,
             agents=len(script.agents or ()) or 1,
         )
-        self._result = SessionResult(record=record, calls=self.billing.calls, events=self.events,
+        self._result = SessionResult(record=record, calls=self.billing.calls, loop_events=self.loop_events,
                                      event_rows=self.log.rows if self.log is not None else [])
         if self.memory is not None:
             self._result.memory = self._written_memory(self.memory)
@@ -359,7 +359,7 @@ class Replay:
         ))
         self._append(agent, reply)
         if decision.kind == "final":
-            self._log(agent, Event.message("agent", decision.text))
+            self._log(agent, LoopEvent.message("agent", decision.text))
             return True
         if decision.kind == "text":
             self._prose(agent, decision)
@@ -378,11 +378,11 @@ class Replay:
             raise SessionEnded("stuck", verdict.rule or "")
         if verdict.nudge:
             self.tally.nudges += 1
-            last_tool = next((e.signature[0] for e in reversed(agent.detector.events) if e.kind == "action"), "?")
+            last_tool = next((e.signature[0] for e in reversed(agent.detector.history) if e.kind == "action"), "?")
             nudge = Message.build("user", [Text(NUDGE_TEXT.format(tool=last_tool))], kind="nudge",
                                   step_id=pointer.step_id, meter=self.meter)
             self._append(agent, nudge)
-            self._log(agent, Event.message("environment", nudge.text))
+            self._log(agent, LoopEvent.message("environment", nudge.text))
         if pointer.attempt >= self.profile.max_attempts_per_step:
             raise SessionEnded("step_failed")
 
@@ -429,7 +429,7 @@ class Replay:
         """Prose where a tool call was due: a syntax error (BFCL's decoder_failed), refused as a
         contract error when contracts are on."""
         self.tally.tool_syntax_errors += 1
-        self._log(agent, Event.message("agent", decision.text))
+        self._log(agent, LoopEvent.message("agent", decision.text))
         if self.switches.contracts:
             refused = self.tools.contract_failure(
                 agent, ContractError("tool", "no tool call", "reply with exactly one tool call"))
@@ -438,7 +438,7 @@ class Replay:
             if self.log is not None:
                 self.log.tool("", result, len(refused.text))
             self._append(agent, result)
-            self._log(agent, Event.error("", refused.text))
+            self._log(agent, LoopEvent.error("", refused.text))
         self._hook(agent, "apply", agent.strategy.apply)
         agent.pointer.attempt += 1
 
@@ -449,7 +449,7 @@ class Replay:
         call = decision.call
         pointer = agent.pointer
         self.tally.tool_calls += 1
-        self._log(agent, Event.action(call.tool, json.dumps(call.args, sort_keys=True), decision.text))
+        self._log(agent, LoopEvent.action(call.tool, json.dumps(call.args, sort_keys=True), decision.text))
         outcome: ToolOutcome = self.tools.play(agent, call, checked)
         if call.purpose == "retrieve" and outcome.status != "success" and "handle" in call.args:
             self.model.refused(agent.ctx, str(call.args["handle"]))
@@ -459,7 +459,8 @@ class Replay:
         if self.log is not None:
             self.log.tool(call.tool, result, len(outcome.text))
         self._append(agent, result)
-        self._log(agent, (Event.observation if outcome.status == "success" else Event.error)(call.tool, outcome.text))
+        seen = LoopEvent.observation if outcome.status == "success" else LoopEvent.error
+        self._log(agent, seen(call.tool, outcome.text))
         self._hook(agent, "apply", agent.strategy.apply)
         if outcome.completes and pointer.step is not None:
             # A shortcut completes the step, but its result held no facts: no producer to re-fetch.
@@ -510,7 +511,7 @@ class Replay:
         seam.agent = agent
         self.contexts[name] = window.ctx
         self._append(agent, first)
-        self._log(agent, Event.message("user", first.text))
+        self._log(agent, LoopEvent.message("user", first.text))
         return agent
 
     def _handover(self, agent: AgentState, handoff: Handoff) -> Message:
@@ -556,7 +557,7 @@ class Replay:
             output_tokens=reply.tokens, step_id=at_step, attempt=self._summary_n, action="summary",
             trace=[{"kept": kept, "n": self._summary_n}],
         ))
-        self._log(agent, Event.condensation())
+        self._log(agent, LoopEvent.condensation())
         return reply
 
     # Bookkeeping ---------------------------------------------------------------------------------------
@@ -590,9 +591,9 @@ class Replay:
         if len(window) != len(before) or not all(map(operator.is_, before, window)):
             self.log.changed(agent.name, hook, before, tokens, window, calls if len(self.billing.calls) > calls else -1)
 
-    def _log(self, agent: AgentState, event: Event) -> None:
+    def _log(self, agent: AgentState, event: LoopEvent) -> None:
         agent.detector.log(event)
-        self.events.append(event)
+        self.loop_events.append(event)
 
 
 class _SummarizerSeam:

@@ -1,5 +1,6 @@
-"""Loop detection over the session's event log: the OpenHands SDK StuckDetector rules
-(docs/model.md 7). It reads what happened (actions, observations, errors, messages), never the
+"""Loop detection over the session's history of loop events (`LoopEvent`: what happened, as the OpenHands
+SDK StuckDetector reads its event stream; not the per-turn event log of `harness.sim.events`): the
+StuckDetector rules (docs/model.md 7). It reads actions, observations, errors and messages, never the
 model's context, and runs before every agent turn."""
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ WINDOW = 20
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
-    """One entry of the event log. ``signature`` is what equality compares, ids excluded:
+class LoopEvent:
+    """One entry of the detector's history. ``signature`` is what equality compares, ids excluded:
     actions (tool, argument text, thought); observations and errors (tool, text); messages
     (source, text)."""
 
@@ -24,23 +25,23 @@ class Event:
     signature: tuple[str, ...]
 
     @classmethod
-    def action(cls, tool: str, args_text: str, thought: str) -> Event:
+    def action(cls, tool: str, args_text: str, thought: str) -> LoopEvent:
         return cls("action", "agent", (tool, args_text, thought))
 
     @classmethod
-    def observation(cls, tool: str, text: str) -> Event:
+    def observation(cls, tool: str, text: str) -> LoopEvent:
         return cls("observation", "environment", (tool, text))
 
     @classmethod
-    def error(cls, tool: str, text: str) -> Event:
+    def error(cls, tool: str, text: str) -> LoopEvent:
         return cls("error", "environment", (tool, text))
 
     @classmethod
-    def message(cls, source: Source, text: str) -> Event:
+    def message(cls, source: Source, text: str) -> LoopEvent:
         return cls("message", source, (source, text))
 
     @classmethod
-    def condensation(cls) -> Event:
+    def condensation(cls) -> LoopEvent:
         return cls("condensation", "environment", ())
 
 
@@ -56,15 +57,15 @@ class StuckDetector:
     """Rules, in order: repeat, error_streak (nudge at 3, stuck at 4), monologue, alternation."""
 
     def __init__(self, *, nudge: bool = True) -> None:
-        self.events: list[Event] = []
+        self.history: list[LoopEvent] = []
         self.nudge_enabled = nudge
         self._nudged: set[tuple[str, ...]] = set()
 
-    def log(self, event: Event) -> None:
-        self.events.append(event)
+    def log(self, event: LoopEvent) -> None:
+        self.history.append(event)
 
-    def _window(self) -> list[Event]:
-        recent = self.events[-WINDOW:]
+    def _window(self) -> list[LoopEvent]:
+        recent = self.history[-WINDOW:]
         for i in range(len(recent) - 1, -1, -1):
             if recent[i].kind == "message" and recent[i].source == "user":
                 return recent[i + 1 :]
@@ -110,11 +111,11 @@ class StuckDetector:
         return Verdict(False, nudge=nudge)
 
     @staticmethod
-    def _error_streak(events: list[Event]) -> int:
+    def _error_streak(events: list[LoopEvent]) -> int:
         """Consecutive (action, result) pairs, newest first, whose action equals the latest action
         and whose result is an error."""
-        pairs: list[tuple[Event, Event]] = []
-        pending: Event | None = None
+        pairs: list[tuple[LoopEvent, LoopEvent]] = []
+        pending: LoopEvent | None = None
         for e in events:
             if e.kind == "action":
                 pending = e

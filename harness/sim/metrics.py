@@ -61,7 +61,7 @@ class CallRecord:
     def as_row(self) -> dict[str, Any]:
         # Every field is a scalar, so this is `dataclasses.asdict` without its recursive deep copy,
         # which cost a tenth of a replay.
-        return dict(zip(_CALL_COLUMNS, _call_values(self), strict=True))
+        return dict(zip(_CALL_FIELDS, _call_values(self), strict=True))
 
 
 #: A compaction this many turns or fewer after the agent's previous one counts as thrash
@@ -135,13 +135,13 @@ class SessionRecord:
     error: str = ""
 
     def as_row(self) -> dict[str, Any]:
-        return dict(zip(_SESSION_COLUMNS, _session_values(self), strict=True))
+        return dict(zip(_SESSION_FIELDS, _session_values(self), strict=True))
 
 
-_CALL_COLUMNS = tuple(f.name for f in fields(CallRecord))
-_call_values = attrgetter(*_CALL_COLUMNS)
-_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRecord))
-_session_values = attrgetter(*_SESSION_COLUMNS)
+_CALL_FIELDS = tuple(f.name for f in fields(CallRecord))
+_call_values = attrgetter(*_CALL_FIELDS)
+_SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
+_session_values = attrgetter(*_SESSION_FIELDS)
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """One agent's context window under its strategy, as a runtime keeps it from call to call: the one window
 engine that both the simulated replay (`harness.sim.kernel`) and the accounting replay of recorded
-sessions (`harness.sim.accounting`) drive, so that a strategy is hooked, fitted, counted and billed the
+sessions (`harness.sim.recorded`) drive, so that a strategy is hooked, fitted, counted and billed the
 same way in both (docs/model.md 5).
 
 What it does, in the runtime's order: every message goes through the strategy's ``on_append`` into the

@@ -24,14 +24,16 @@ import pandas as pd
 from harness.core.files import write_atomically
 from harness.core.rundir import PLOTS_DIR, REPORT_MD
 from reports import stats
-from reports.calibration import PUBLISHED_POINTS, plot_calibration
+from reports.calibration import PUBLISHED_POINTS as PUBLISHED_POINTS
+from reports.calibration import plot_calibration
 from reports.markup import md_lines
 from reports.render import write_report
 from reports.sweep import SWEEP_PAGE
 from reports.sweep_stats import ranking, ranking_stability
 from reports.validation.anchors import AnchorSection, anchor_sections, mapping_lines
 from reports.validation.checks import Check, calibration_gaps, mechanism_checks, probe_checks
-from reports.validation.data import Bundle, ValidationInputError, load_bundle, num, pct
+from reports.validation.data import Bundle, load_bundle, num, pct
+from reports.validation.data import ValidationInputError as ValidationInputError
 from reports.validation.history import PREVIOUS_COMMIT, changes_lines, seed_history, sweep_history
 from reports.validation.loops import loop_section
 from reports.validation.seed_article import (
@@ -43,34 +45,14 @@ from reports.validation.seed_article import (
     seed_profile_rows,
 )
 from reports.validation.status import refresh_verdicts
-from reports.validation.trap import (
-    TRAP,
-    TRAP_MASK,
-    TRAP_RAW,
-    TRAP_SETUPS,
-    TRAP_SUMMARY,
-    refetch_evidence,
-    trap_checks,
-    trap_reference_rows,
-)
+from reports.validation.trap import TRAP, TRAP_SETUPS, trap_checks, trap_reference_rows
+from reports.validation.trap import TRAP_MASK as TRAP_MASK
+from reports.validation.trap import TRAP_RAW as TRAP_RAW
+from reports.validation.trap import TRAP_SUMMARY as TRAP_SUMMARY
+from reports.validation.trap import refetch_evidence as refetch_evidence
 
-# Besides the writer, the names the validation tests and the CLI read (through the package: reports.validation).
-__all__ = [
-    "PUBLISHED_POINTS",
-    "TRAP_MASK",
-    "TRAP_RAW",
-    "TRAP_SUMMARY",
-    "Bundle",
-    "Check",
-    "ValidationInputError",
-    "ValidationResult",
-    "calibration_gaps",
-    "load_bundle",
-    "refetch_evidence",
-    "seed_profile_rows",
-    "trap_checks",
-    "write_validation",
-]
+# The package (reports.validation) lists in its __all__ the names it takes from here: the writer's, and those
+# the validation tests and the CLI read. The ones only passed on are imported as themselves (``X as X``).
 
 
 def _manifest_line(b: Bundle) -> str:

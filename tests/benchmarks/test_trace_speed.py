@@ -1,4 +1,4 @@
-"""Speed of importing and accounting recorded sessions (harness.run.traces, harness.sim.accounting) with
+"""Speed of importing and accounting recorded sessions (harness.run.traces, harness.sim.recorded) with
 pytest-benchmark, on larger synthetic traces written by ctxbench's own generators
 (`harness.run.fitting.write_synthetic_traces`, also behind tests/data/make_synthetic_traces.py).
 
@@ -17,8 +17,8 @@ import pytest
 from harness.run.fitting import write_synthetic_traces
 from harness.run.speed import interleaved_best
 from harness.run.traces import ImportedSession, load_traces
-from harness.sim.accounting import account
 from harness.sim.profiles import profile
+from harness.sim.recorded import account
 from strategies import create
 
 N = 6

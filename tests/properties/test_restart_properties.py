@@ -41,7 +41,7 @@ def new_replay(name: str, params: dict[str, Any], family: str, seed: int, profil
 
 
 def rows(result: SessionResult) -> tuple[Any, ...]:
-    return result.record, list(result.calls), list(result.events), [list(row) for row in result.event_rows]
+    return result.record, list(result.calls), list(result.loop_events), [list(row) for row in result.event_rows]
 
 
 @pytest.mark.parametrize("name", strategies.names())

@@ -8,17 +8,15 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 import pytest
 
-import reports.outputs
 from harness.cli import main as cli_main
+from harness.core.files import StagedFile
 from harness.run.config import RunConfig
 from harness.run.runner import run
 from reports.inputs import NUMBER, TEXT, ReportInputError, read_table
@@ -316,14 +314,15 @@ def test_a_write_failing_halfway_leaves_the_directory_as_it_was(good: Path, tmp_
     copy = tmp_path / "run"
     shutil.copytree(good, copy)
     calls = []
+    create = StagedFile.create
 
-    def mkstemp(**kwargs: Any) -> tuple[int, str]:
-        calls.append(kwargs)
+    def failing_create(self: StagedFile) -> int:
+        calls.append(self.target)
         if len(calls) == fail_at:
             raise PermissionError(13, "Permission denied")
-        return tempfile.mkstemp(**kwargs)
+        return create(self)
 
-    monkeypatch.setattr(reports.outputs, "tempfile", SimpleNamespace(mkstemp=mkstemp))
+    monkeypatch.setattr(StagedFile, "create", failing_create)
     before = snapshot(copy)
     assert cli_main(["report", str(copy)]) == 2
     err = capsys.readouterr().err

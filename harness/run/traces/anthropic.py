@@ -22,15 +22,17 @@ from harness.run.traces.normal import (
     JsonReader,
     TranscriptBuilder,
     child,
-    structured_text,
     type_name,
 )
-from harness.run.traces.openai_chat import header_session
-from harness.run.traces.reading import TraceText, conversations, derived_id
+from harness.run.traces.openai_chat import header_document, request_sessions
+from harness.run.traces.reading import ContentParts, Conversation, TraceText
 from harness.run.traces.sniffing import Marks, claim, part_type
 
 NAME = "anthropic"
 _PLACEHOLDERS = {"image": IMAGE_PLACEHOLDER, "document": FILE_PLACEHOLDER}
+#: The blocks of a tool result's content.
+_RESULT_BLOCKS = ContentParts({"text": "text"}, _PLACEHOLDERS, structured=frozenset({"search_result"}),
+                              part="content block", unknown="tool result block")
 #: Blocks that are not conversation text or client tool calls (thinking, server-side tools).
 SKIPPED_BLOCKS = frozenset({
     "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
@@ -41,18 +43,16 @@ SKIPPED_BLOCKS = frozenset({
 
 def parse(trace: TraceText) -> list[ImportedSession]:
     """The sessions of an Anthropic Messages trace file."""
-    reader = JsonReader(trace.source)
-    found = conversations(trace, ("messages",), 'a Messages request ({"messages": [...]}) or an array of messages')
-    sessions = []
-    for index, conversation in enumerate(found):
-        header = conversation.header
-        builder = TranscriptBuilder(trace.source, conversation.where)
-        if "system" in header:
-            builder.system(_system(reader, header["system"], child(conversation.where, "system")))
-        for value, where in conversation.items:
-            _message(reader, builder, value, where)
-        sessions.append(header_session(trace.source, header, builder, NAME, derived_id(trace.stem, index, len(found))))
-    return sessions
+    return request_sessions(trace, ("messages",), 'a Messages request ({"messages": [...]}) or an array of messages',
+                            NAME, _read_conversation)
+
+
+def _read_conversation(reader: JsonReader, builder: TranscriptBuilder, conversation: Conversation) -> None:
+    header = conversation.header
+    if "system" in header:
+        builder.system(_system(reader, header["system"], child(conversation.where, "system")))
+    for value, where in conversation.items:
+        _message(reader, builder, value, where)
 
 
 def _system(reader: JsonReader, value: Any, where: str) -> str:
@@ -111,22 +111,7 @@ def _block(reader: JsonReader, builder: TranscriptBuilder, role: Role, value: An
 
 
 def _result_content(reader: JsonReader, content: Any, where: str) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    texts = []
-    for i, value in enumerate(reader.arr(content, where, "a string or an array of content blocks")):
-        block_where = child(where, i)
-        block = reader.obj(value, block_where, "a content block object")
-        kind = reader.req_str(block, "type", block_where)
-        if kind == "text":
-            texts.append(reader.req_str(block, "text", block_where))
-        elif kind in _PLACEHOLDERS:
-            texts.append(_PLACEHOLDERS[kind])
-        elif kind == "search_result":
-            texts.append(structured_text(block))
-        else:
-            raise reader.error(child(block_where, "type"), f"unknown tool result block type {kind!r}")
-    return "\n".join(texts)
+    return "" if content is None else _RESULT_BLOCKS.text(reader, content, where)
 
 
 def dump(session: ImportedSession) -> dict[str, Any]:
@@ -146,15 +131,8 @@ def dump(session: ImportedSession) -> dict[str, Any]:
                     result["is_error"] = True
                 blocks.append(result)
         messages.append({"role": message.role, "content": blocks})
-    doc: dict[str, Any] = {"id": session.session_id}
-    if session.model is not None:
-        doc["model"] = session.model
-    if session.system:
-        doc["system"] = session.system
-    if session.tools:
-        doc["tools"] = [{"name": n, "input_schema": {"type": "object"}} for n in session.tools]
-    doc["messages"] = messages
-    return doc
+    tools = [{"name": n, "input_schema": {"type": "object"}} for n in session.tools]
+    return header_document(session, "messages", messages, tools, system_key="system")
 
 
 # Sniffing ------------------------------------------------------------------------------------------------

@@ -29,13 +29,13 @@ from harness.run.traces.normal import (
     parse_arguments,
 )
 from harness.run.traces.openai_chat import tool_names
-from harness.run.traces.reading import TraceText, derived_id
+from harness.run.traces.reading import ContentParts, TraceText, derived_id
 from harness.run.traces.sniffing import Marks, claim
 
 NAME = "atif"
 SCHEMA_VERSION = "ATIF-v1.8"
 _VERSION = re.compile(r"^ATIF-v1\.\d+$")
-_PLACEHOLDERS = {"image": IMAGE_PLACEHOLDER, "audio": AUDIO_PLACEHOLDER}
+_CONTENT_PARTS = ContentParts({"text": "text"}, {"image": IMAGE_PLACEHOLDER, "audio": AUDIO_PLACEHOLDER})
 
 
 def parse(trace: TraceText) -> list[ImportedSession]:
@@ -121,20 +121,7 @@ def _is_error(extra: Any) -> bool:
 
 def _text(reader: JsonReader, value: Any, where: str) -> str:
     """A message or result: a string, or content parts (text kept, media as placeholders)."""
-    if value is None or isinstance(value, str):
-        return value or ""
-    texts = []
-    for i, part_value in enumerate(reader.arr(value, where, "a string or an array of content parts")):
-        part_where = child(where, i)
-        part = reader.obj(part_value, part_where, "a content part object")
-        kind = reader.req_str(part, "type", part_where)
-        if kind == "text":
-            texts.append(reader.req_str(part, "text", part_where))
-        elif kind in _PLACEHOLDERS:
-            texts.append(_PLACEHOLDERS[kind])
-        else:
-            raise reader.error(child(part_where, "type"), f"unknown content part type {kind!r}")
-    return "\n".join(texts)
+    return "" if value is None else _CONTENT_PARTS.text(reader, value, where)
 
 
 def dump(session: ImportedSession) -> dict[str, Any]:

@@ -12,6 +12,7 @@ as ``{"_raw_arguments": text}``. The optional ``model`` and ``tools`` (names) of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from harness.core.messages import Text, ToolResult, ToolUse
@@ -27,24 +28,44 @@ from harness.run.traces.normal import (
     child,
     parse_arguments,
 )
-from harness.run.traces.reading import TraceText, conversations, derived_id
+from harness.run.traces.reading import ContentParts, Conversation, TraceText, conversations, derived_id
 from harness.run.traces.sniffing import Marks, claim, part_type
 
 NAME = "openai-chat"
-_PART_PLACEHOLDERS = {"image_url": IMAGE_PLACEHOLDER, "input_audio": AUDIO_PLACEHOLDER, "file": FILE_PLACEHOLDER}
+_CONTENT_PARTS = ContentParts({"text": "text", "refusal": "refusal"},
+                              {"image_url": IMAGE_PLACEHOLDER, "input_audio": AUDIO_PLACEHOLDER,
+                               "file": FILE_PLACEHOLDER})
 
 
 def parse(trace: TraceText) -> list[ImportedSession]:
     """The sessions of a Chat Completions trace file."""
+    return request_sessions(trace, ("messages",), 'a chat conversation ({"messages": [...]}) or an array of messages',
+                            NAME, _read_conversation)
+
+
+def _read_conversation(reader: JsonReader, builder: TranscriptBuilder, conversation: Conversation) -> None:
+    for value, where in conversation.items:
+        _message(reader, builder, value, where)
+
+
+#: Reads one conversation of a request-shaped format into the builder: its header's system prompt, if any,
+#: and its messages or items.
+ConversationReader = Callable[[JsonReader, TranscriptBuilder, Conversation], None]
+
+
+def request_sessions(trace: TraceText, keys: tuple[str, ...], what: str, fmt: str,
+                     read: ConversationReader) -> list[ImportedSession]:
+    """The sessions of a request-shaped format's file: its `conversations` (messages under ``keys``; ``what``
+    names the shape in the error for anything else), each read by ``read`` and made a session by
+    `header_session`."""
     reader = JsonReader(trace.source)
-    found = conversations(trace, ("messages",), 'a chat conversation ({"messages": [...]}) or an array of messages')
+    found = conversations(trace, keys, what)
     sessions = []
     for index, conversation in enumerate(found):
-        header = conversation.header
         builder = TranscriptBuilder(trace.source, conversation.where)
-        for value, where in conversation.items:
-            _message(reader, builder, value, where)
-        sessions.append(header_session(trace.source, header, builder, NAME, derived_id(trace.stem, index, len(found))))
+        read(reader, builder, conversation)
+        fallback_id = derived_id(trace.stem, index, len(found))
+        sessions.append(header_session(trace.source, conversation.header, builder, fmt, fallback_id))
     return sessions
 
 
@@ -70,6 +91,22 @@ def header_session(source: str, header: dict[str, Any], builder: TranscriptBuild
         model=header.get("model") if isinstance(header.get("model"), str) else None,
         tools=tool_names(header.get("tools")),
     )
+
+
+def header_document(session: ImportedSession, items_key: str, items: list[dict[str, Any]],
+                    tools: list[dict[str, Any]], *, system_key: str | None = None) -> dict[str, Any]:
+    """The inverse of `header_session`, for writers: the conversation object with the session's id, model,
+    system prompt under ``system_key`` (None: the format writes it as a message), ``tools`` (the declared
+    tools as the format writes them) and last the ``items`` under ``items_key``."""
+    doc: dict[str, Any] = {"id": session.session_id}
+    if session.model is not None:
+        doc["model"] = session.model
+    if system_key is not None and session.system:
+        doc[system_key] = session.system
+    if tools:
+        doc["tools"] = tools
+    doc[items_key] = items
+    return doc
 
 
 def tool_names(tools: Any) -> tuple[str, ...]:
@@ -137,23 +174,7 @@ def _tool_call(reader: JsonReader, builder: TranscriptBuilder, value: Any, where
 
 def _content(reader: JsonReader, content: Any, where: str) -> list[tuple[str, str]]:
     """(text, path) of each text part of a message's content; media parts become placeholders."""
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [(content, where)]
-    parts = reader.arr(content, where, "a string or an array of content parts")
-    out = []
-    for i, value in enumerate(parts):
-        part_where = child(where, i)
-        part = reader.obj(value, part_where, "a content part object")
-        kind = reader.req_str(part, "type", part_where)
-        if kind in ("text", "refusal"):
-            out.append((reader.req_str(part, kind, part_where), part_where))
-        elif kind in _PART_PLACEHOLDERS:
-            out.append((_PART_PLACEHOLDERS[kind], part_where))
-        else:
-            raise reader.error(child(part_where, "type"), f"unknown content part type {kind!r}")
-    return out
+    return [] if content is None else _CONTENT_PARTS.read(reader, content, where)
 
 
 def dump(session: ImportedSession) -> dict[str, Any]:
@@ -185,13 +206,8 @@ def dump(session: ImportedSession) -> dict[str, Any]:
             if calls:
                 out["tool_calls"] = calls
             messages.append(out)
-    doc: dict[str, Any] = {"id": session.session_id}
-    if session.model is not None:
-        doc["model"] = session.model
-    if session.tools:
-        doc["tools"] = [{"type": "function", "function": {"name": n}} for n in session.tools]
-    doc["messages"] = messages
-    return doc
+    tools = [{"type": "function", "function": {"name": n}} for n in session.tools]
+    return header_document(session, "messages", messages, tools)
 
 
 def _text_content(texts: list[str]) -> str | list[dict[str, str]]:

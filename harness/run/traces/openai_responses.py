@@ -28,15 +28,14 @@ from harness.run.traces.normal import (
     child,
     parse_arguments,
 )
-from harness.run.traces.openai_chat import header_session
-from harness.run.traces.reading import TraceText, conversations, derived_id
+from harness.run.traces.openai_chat import header_document, request_sessions
+from harness.run.traces.reading import ContentParts, Conversation, TraceText
 from harness.run.traces.sniffing import Marks, claim, part_type
 
 NAME = "openai-responses"
-_TEXT_PARTS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal",
-               "summary_text": "text"}
-_PLACEHOLDERS = {"input_image": IMAGE_PLACEHOLDER, "input_file": FILE_PLACEHOLDER,
-                 "input_audio": AUDIO_PLACEHOLDER}
+_CONTENT_PARTS = ContentParts(
+    {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal", "summary_text": "text"},
+    {"input_image": IMAGE_PLACEHOLDER, "input_file": FILE_PLACEHOLDER, "input_audio": AUDIO_PLACEHOLDER})
 #: Items that are not conversation text or client function calls.
 SKIPPED_ITEMS = frozenset({
     "reasoning", "web_search_call", "file_search_call", "computer_call", "computer_call_output",
@@ -50,21 +49,18 @@ ITEM_KEYS = ("input", "output")
 
 def parse(trace: TraceText) -> list[ImportedSession]:
     """The sessions of a Responses trace file."""
-    reader = JsonReader(trace.source)
-    found = conversations(trace, ITEM_KEYS, 'a Responses request or response ({"input": [...]}) or an array of items')
-    sessions = []
-    for index, conversation in enumerate(found):
-        header = conversation.header
-        builder = TranscriptBuilder(trace.source, conversation.where)
-        instructions = reader.opt_str(header, "instructions", conversation.where)
-        builder.system(instructions or "")
-        for value, where in conversation.items:
-            if isinstance(value, str):  # ``"input": "..."``: the user's prompt as plain text
-                builder.text("user", value, reader.source, where)
-            else:
-                _item(reader, builder, value, where)
-        sessions.append(header_session(trace.source, header, builder, NAME, derived_id(trace.stem, index, len(found))))
-    return sessions
+    return request_sessions(trace, ITEM_KEYS, 'a Responses request or response ({"input": [...]}) or an array of items',
+                            NAME, _read_conversation)
+
+
+def _read_conversation(reader: JsonReader, builder: TranscriptBuilder, conversation: Conversation) -> None:
+    instructions = reader.opt_str(conversation.header, "instructions", conversation.where)
+    builder.system(instructions or "")
+    for value, where in conversation.items:
+        if isinstance(value, str):  # ``"input": "..."``: the user's prompt as plain text
+            builder.text("user", value, reader.source, where)
+        else:
+            _item(reader, builder, value, where)
 
 
 def _item(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
@@ -76,7 +72,8 @@ def _item(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str
     source = reader.source
     if kind == "message":
         role = reader.req_str(item, "role", where)
-        texts = _content(reader, reader.required(item, "content", where), child(where, "content"))
+        content = reader.required(item, "content", where)
+        texts = _CONTENT_PARTS.read(reader, content, child(where, "content"))
         if role in ("system", "developer"):
             builder.system("\n".join(text for text, _ in texts))
         elif role in ("user", "assistant"):
@@ -93,27 +90,10 @@ def _item(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str
                          {"input": reader.req_str(item, "input", where)}, source, where)
     elif kind in ("function_call_output", "custom_tool_call_output"):
         output = reader.required(item, "output", where)
-        text = "\n".join(t for t, _ in _content(reader, output, child(where, "output")))
+        text = _CONTENT_PARTS.text(reader, output, child(where, "output"))
         builder.tool_result(reader.req_str(item, "call_id", where), "success", text, source, where)
     elif kind not in SKIPPED_ITEMS:
         raise reader.error(child(where, "type"), f"unknown item type {kind!r}")
-
-
-def _content(reader: JsonReader, content: Any, where: str) -> list[tuple[str, str]]:
-    if isinstance(content, str):
-        return [(content, where)]
-    out = []
-    for i, value in enumerate(reader.arr(content, where, "a string or an array of content parts")):
-        part_where = child(where, i)
-        part = reader.obj(value, part_where, "a content part object")
-        kind = reader.req_str(part, "type", part_where)
-        if kind in _TEXT_PARTS:
-            out.append((reader.req_str(part, _TEXT_PARTS[kind], part_where), part_where))
-        elif kind in _PLACEHOLDERS:
-            out.append((_PLACEHOLDERS[kind], part_where))
-        else:
-            raise reader.error(child(part_where, "type"), f"unknown content part type {kind!r}")
-    return out
 
 
 def dump(session: ImportedSession) -> dict[str, Any]:
@@ -131,15 +111,8 @@ def dump(session: ImportedSession) -> dict[str, Any]:
             elif isinstance(block, ToolResult):
                 items.append({"type": "function_call_output", "call_id": block.tool_use_id,
                               "output": block.content})
-    doc: dict[str, Any] = {"id": session.session_id}
-    if session.model is not None:
-        doc["model"] = session.model
-    if session.system:
-        doc["instructions"] = session.system
-    if session.tools:
-        doc["tools"] = [{"type": "function", "name": n} for n in session.tools]
-    doc["input"] = items
-    return doc
+    tools = [{"type": "function", "name": n} for n in session.tools]
+    return header_document(session, "input", items, tools, system_key="instructions")
 
 
 # Sniffing ------------------------------------------------------------------------------------------------

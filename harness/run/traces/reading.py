@@ -19,13 +19,13 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.run.traces.normal import JsonReader, TraceError, child, replace_surrogates, type_name
+from harness.run.traces.normal import JsonReader, TraceError, child, replace_surrogates, structured_text, type_name
 
 #: The largest trace file read: real sessions are a few MB; the bound keeps ``/dev/zero`` from reading forever.
 MAX_TRACE_BYTES = 256 * 2**20
@@ -331,6 +331,48 @@ def conversations(trace: TraceText, keys: tuple[str, ...], what: str) -> list[Co
         else:
             raise reader.error(where, f"expected {what}, got {type_name(value)}")
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class ContentParts:
+    """How a format writes content as a string or an array of typed parts (``{"type": ..., ...}``): which
+    part types hold text (and under which key), which become placeholders, which are structured output kept
+    as `structured_text`, and what its errors call a part (``content part``, ``content block``)."""
+
+    #: Part type -> the key holding its text.
+    text_keys: Mapping[str, str]
+    #: Part type -> the placeholder it becomes (media, files).
+    placeholders: Mapping[str, str]
+    #: Part types whose whole object is kept as `structured_text`.
+    structured: frozenset[str] = frozenset()
+    #: What a part is called in errors: ``expected a <part> object``.
+    part: str = "content part"
+    #: What an unknown part's type is the type of, in errors: ``unknown <unknown> type 'x'``.
+    unknown: str = "content part"
+
+    def read(self, reader: JsonReader, content: Any, where: str) -> list[tuple[str, str]]:
+        """(text, JSON path) of each part of ``content`` (a string is one text part); TraceError for a value
+        that is neither, a part that is not an object, or a part type this format does not know."""
+        if isinstance(content, str):
+            return [(content, where)]
+        out = []
+        for i, value in enumerate(reader.arr(content, where, f"a string or an array of {self.part}s")):
+            part_where = child(where, i)
+            part = reader.obj(value, part_where, f"a {self.part} object")
+            kind = reader.req_str(part, "type", part_where)
+            if kind in self.text_keys:
+                out.append((reader.req_str(part, self.text_keys[kind], part_where), part_where))
+            elif kind in self.placeholders:
+                out.append((self.placeholders[kind], part_where))
+            elif kind in self.structured:
+                out.append((structured_text(part), part_where))
+            else:
+                raise reader.error(child(part_where, "type"), f"unknown {self.unknown} type {kind!r}")
+        return out
+
+    def text(self, reader: JsonReader, content: Any, where: str) -> str:
+        """The texts `read` finds in ``content``, one per line."""
+        return "\n".join(text for text, _ in self.read(reader, content, where))
 
 
 def derived_id(name: str, index: int, count: int) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import bench
 from harness.cli import main as cli_main
-from harness.run.speed import Goal
+from harness.run.speed import SpeedGoal
 from tests.harness.cli.invoke import TINY, assert_usage_error, ctxbench, write_config
 
 
@@ -35,8 +35,8 @@ def test_bench_measures_every_goal_in_one_run(tmp_path: Path, monkeypatch: pytes
 
 
 def test_the_table_aligns_the_goals_and_says_how_each_was_measured() -> None:
-    goals = [Goal("P1 replays per second", ">= 500/s", "123/s", False, "a run", {}),
-             Goal("P5 operations vs strands", "<= 1x", "not measured", None, "strands missing", {})]
+    goals = [SpeedGoal("P1 replays per second", ">= 500/s", "123/s", False, "a run", {}),
+             SpeedGoal("P5 operations vs strands", "<= 1x", "not measured", None, "strands missing", {})]
     lines = bench.table(goals, 61.0).splitlines()
     assert lines[0].startswith("ctxbench bench: ") and lines[0].endswith("measured in 61 s")
     header, first, second = lines[2:5]

@@ -18,7 +18,7 @@ from harness.cli.errors import UsageError
 from harness.run.config import RunConfig
 from harness.run.runner import run
 from tests.harness.cli.invoke import TINY
-from tests.harness.run.test_otel import Receiver
+from tests.reports.test_otel import Receiver
 
 
 @pytest.fixture(autouse=True)

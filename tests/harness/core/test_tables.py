@@ -16,7 +16,7 @@ import harness.run.worker
 import harness.sim
 from harness.core import tables
 from harness.run.accounting import CALLS_SCHEMA, HIDDEN_SCHEMA
-from harness.run.plan import CALL_COLUMNS, EVENT_SCHEMA, SESSION_COLUMNS
+from harness.run.plan import EVENT_SCHEMA, SIMULATED_CALL_COLUMNS, SIMULATED_SESSION_COLUMNS
 from harness.sim.events import DEFAULTS, EVENT_COLUMNS, EVENT_KEY, EventRecord
 from harness.sim.memory import MEMORY_BUDGET_CHARS as SIM_BUDGET
 from harness.sim.metrics import MEMORY_COLUMNS, MEMORY_OFF_ROW, OUTCOMES, SERIES_COLUMNS, CallRecord, SessionRecord
@@ -88,8 +88,8 @@ def test_the_keys() -> None:
 
 
 def test_the_store_writes_the_declared_columns() -> None:
-    assert [*tables.names(tables.SESSION_COLUMNS), "model", "sweep_param", "sweep_value"] == SESSION_COLUMNS
-    assert list(tables.names(tables.CALL_COLUMNS)) == CALL_COLUMNS
+    assert [*tables.names(tables.SESSION_COLUMNS), "model", "sweep_param", "sweep_value"] == SIMULATED_SESSION_COLUMNS
+    assert list(tables.names(tables.CALL_COLUMNS)) == SIMULATED_CALL_COLUMNS
     assert EVENT_SCHEMA.equals(pa.schema([(c.name, pa.type_for_alias(c.arrow)) for c in tables.EVENT_COLUMNS]),
                                check_metadata=True)
     assert EVENT_SCHEMA.metadata is None
@@ -116,10 +116,10 @@ def test_the_explorer_and_the_report_inputs_read_the_declared_columns() -> None:
     for name, kind in inputs.REPORT_COLUMNS.items():
         assert kind == (inputs.TEXT if sessions[name].text else inputs.NUMBER), name
     calls = {c.name: c for c in tables.CALL_COLUMNS}
-    for name, kind in inputs.CALL_COLUMNS.items():
+    for name, kind in inputs.REPORT_CALL_COLUMNS.items():
         assert kind == (inputs.TEXT if calls[name].text else inputs.NUMBER), name
-    assert set(explorer.CALL_COLUMNS) <= set(calls)
-    assert {c for c, _, _ in explorer.SESSION_COLUMNS} <= set(sessions)
+    assert set(explorer.REPORT_CALL_COLUMNS) <= set(calls)
+    assert {c for c, _, _ in explorer.EXPLORER_SESSION_COLUMNS} <= set(sessions)
     assert tables.names(tables.SESSION_COLUMNS, ("sweep",)) == inputs.SWEEP_COLUMNS
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.core.rundir import ACCOUNTING_MODE, CALLS_TABLE, HIDDEN_TABLE, SESSIONS_TABLE, Manifest, verify_tables
-from harness.run.accounting import replay_entries, replay_traces
+from harness.run.accounting import account_traces, accounting_entries
 from harness.run.config import config_from_data
 from harness.run.directory import RunError
 from harness.run.traces import TRACE_FORMATS, load_traces
@@ -30,7 +30,7 @@ def test_the_samples_cover_every_format(sessions: list) -> None:  # type: ignore
 
 def test_unbounded_accounting_equals_the_transcripts_tokens(sessions: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
     config = config_from_data({"strategies": [{"name": "unbounded"}, {"name": "sliding_window", "window_size": 4}]})
-    replay_traces(sessions, config, tmp_path / "run", quiet=True)
+    account_traces(sessions, config, tmp_path / "run", quiet=True)
     rows = pd.read_parquet(tmp_path / "run" / SESSIONS_TABLE)
     calls = pd.read_parquet(tmp_path / "run" / CALLS_TABLE)
     window = profile("frontier").window_tokens
@@ -55,7 +55,7 @@ def test_unbounded_accounting_equals_the_transcripts_tokens(sessions: list, tmp_
 def test_the_run_directory_is_verified_and_the_same_every_time(sessions: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
     config = config_from_data({"strategies": [{"name": "unbounded"}, {"name": "observation_masking"}]})
     for name in ("a", "b"):
-        replay_traces(sessions, config, tmp_path / name, quiet=True)
+        account_traces(sessions, config, tmp_path / name, quiet=True)
     manifest = Manifest.read(tmp_path / "a")
     assert manifest.mode == ACCOUNTING_MODE
     verify_tables(tmp_path / "a", manifest)
@@ -70,7 +70,7 @@ def test_a_directory_of_other_files_is_refused_and_left_as_it_was(sessions: list
     (out / "keep.txt").write_text("keep me\n")
     config = config_from_data({"strategies": [{"name": "unbounded"}]})
     with pytest.raises(RunError, match="not a ctxbench run directory"):
-        replay_traces(sessions[:1], config, out, quiet=True)
+        account_traces(sessions[:1], config, out, quiet=True)
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
 
@@ -78,12 +78,12 @@ def test_a_directory_of_other_traces_or_strategies_is_refused_as_another_config(
         sessions: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
     config = config_from_data({"strategies": [{"name": "unbounded"}]})
     out = tmp_path / "run"
-    replay_traces(sessions[:2], config, out, quiet=True)
+    account_traces(sessions[:2], config, out, quiet=True)
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     other = config_from_data({"strategies": [{"name": "sliding_window"}]})
     for other_sessions, other_config in ((sessions[:3], config), (sessions[:2], other)):
         with pytest.raises(RunError, match="another config"):
-            replay_traces(other_sessions, other_config, out, quiet=True)
+            account_traces(other_sessions, other_config, out, quiet=True)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
@@ -92,7 +92,7 @@ def test_the_tables_are_the_same_bytes_whatever_the_executor_and_jobs(sessions: 
             "batch_size": 3}
     written = []
     for name, where in (("serial", {"executor": "serial"}), ("one", {"jobs": 1}), ("two", {"jobs": 2})):
-        replay_traces(sessions, config_from_data(base | where), tmp_path / name, quiet=True)
+        account_traces(sessions, config_from_data(base | where), tmp_path / name, quiet=True)
         written.append({t: (tmp_path / name / t).read_bytes() for t in (SESSIONS_TABLE, CALLS_TABLE, HIDDEN_TABLE)})
     assert written[0] == written[1] == written[2]
     assert len(Manifest.read(tmp_path / "two").strategies) == 3
@@ -106,7 +106,7 @@ def test_a_replay_interrupted_after_some_batches_resumes_to_the_same_bytes(
 
     config = config_from_data({"strategies": [{"name": "unbounded"}, {"name": "sliding_window"}], "batch_size": 2,
                                "executor": "serial"})
-    replay_traces(sessions, config, tmp_path / "whole", quiet=True)
+    account_traces(sessions, config, tmp_path / "whole", quiet=True)
     calls = 0
     real = accounting.account_batch
 
@@ -119,11 +119,11 @@ def test_a_replay_interrupted_after_some_batches_resumes_to_the_same_bytes(
 
     monkeypatch.setattr(accounting, "account_batch", failing_after_three)
     with pytest.raises(KeyboardInterrupt):
-        replay_traces(sessions, config, tmp_path / "cut", quiet=True)
+        account_traces(sessions, config, tmp_path / "cut", quiet=True)
     assert len(list((tmp_path / "cut" / "parts").glob("*.jsonl"))) == 3
     assert not (tmp_path / "cut" / SESSIONS_TABLE).exists()
     monkeypatch.setattr(accounting, "account_batch", real)
-    replay_traces(sessions, config, tmp_path / "cut", quiet=True)
+    account_traces(sessions, config, tmp_path / "cut", quiet=True)
     for table in (SESSIONS_TABLE, CALLS_TABLE, HIDDEN_TABLE):
         assert (tmp_path / "cut" / table).read_bytes() == (tmp_path / "whole" / table).read_bytes()
     assert not (tmp_path / "cut" / "parts").exists()
@@ -132,7 +132,7 @@ def test_a_replay_interrupted_after_some_batches_resumes_to_the_same_bytes(
 def test_the_default_strategies_are_every_registered_one_that_can_be_made() -> None:
     import strategies
 
-    names = [e["name"] for e in replay_entries()]
+    names = [e["name"] for e in accounting_entries()]
     assert set(names) <= set(strategies.names())
     assert {"unbounded", "sliding_window", "clear_tool_uses", "adk_compaction", "langchain_summarization",
             "pipeline"} <= set(names)

@@ -22,7 +22,7 @@ from harness.run.config import RunConfig
 from harness.run.plan import make_task, plan
 from harness.run.worker import replay_batch
 from harness.sim.kernel import SessionResult, replay
-from harness.sim.loops import Event
+from harness.sim.loops import LoopEvent
 from harness.sim.metrics import CallRecord
 
 #: Switches shared by both sides of a pair, so only the context strategy differs.
@@ -46,14 +46,14 @@ def first_token_difference(a: SessionResult, b: SessionResult) -> int | None:
                  if x.input_tokens != y.input_tokens), None)
 
 
-def common_prefix(a: list[Event], b: list[Event]) -> int:
+def common_prefix(a: list[LoopEvent], b: list[LoopEvent]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
 
 
-def agent_events(events: list[Event]) -> int:
+def agent_events(events: list[LoopEvent]) -> int:
     """Turns represented in an event log: each agent turn logs one action or one agent message."""
     return sum(e.kind == "action" or (e.kind == "message" and e.source == "agent") for e in events)
 
@@ -83,8 +83,8 @@ def test_two_strategies_see_identical_calls_and_events_until_contexts_differ(
     assert first >= 1
     assert unlabelled(a.calls[:first]) == unlabelled(b.calls[:first])
     # The event logs agree at least over every turn before the first differing call.
-    shared = common_prefix(a.events, b.events)
-    assert agent_events(a.events[:shared]) >= first
+    shared = common_prefix(a.loop_events, b.loop_events)
+    assert agent_events(a.loop_events[:shared]) >= first
 
 
 @pytest.mark.parametrize(("family", "seed"), SCRIPTS)
@@ -104,7 +104,7 @@ def test_sliding_window_larger_than_the_session_is_identical_to_unbounded(family
     assert len(a.calls) > 5
     assert first_token_difference(a, b) is None
     assert unlabelled(a.calls) == unlabelled(b.calls)
-    assert a.events == b.events
+    assert a.loop_events == b.loop_events
     assert replace(a.record, strategy="") == replace(b.record, strategy="")
 
 

@@ -25,7 +25,7 @@ from harness.core.shard import Shard
 from harness.run.config import RunConfig
 from harness.run.directory import RunError, config_from_dir, read_parts
 from harness.run.merge import merge
-from harness.run.plan import SESSION_COLUMNS, Batch, allocate, plan, shard_of
+from harness.run.plan import SIMULATED_SESSION_COLUMNS, Batch, allocate, plan, shard_of
 from harness.run.runner import run
 from harness.sim.metrics import CallRecord, SessionRecord
 
@@ -399,7 +399,7 @@ def test_replay_that_raises_becomes_an_error_row_and_the_run_goes_on(tmp_path: P
                                   expected[expected["strategy"] != "unbounded"].reset_index(drop=True))
     calls = pd.read_parquet(tmp_path / "run" / CALLS_TABLE)
     assert "unbounded" not in set(calls["strategy"])
-    assert list(sessions.columns) == SESSION_COLUMNS
+    assert list(sessions.columns) == SIMULATED_SESSION_COLUMNS
     assert set(failed["model"]) == {"frontier"} and (failed["sweep_param"] == "").all()
 
 

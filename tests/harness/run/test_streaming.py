@@ -26,7 +26,7 @@ from harness.run.config import RunConfig
 from harness.run.directory import RunDirectory, RunError, config_from_dir
 from harness.run.merge import merge
 from harness.run.parts import BatchResult, EventLines, read_part
-from harness.run.plan import CALL_COLUMNS, EVENT_SCHEMA, SESSION_COLUMNS, RunPlan, plan
+from harness.run.plan import EVENT_SCHEMA, SIMULATED_CALL_COLUMNS, SIMULATED_SESSION_COLUMNS, RunPlan, plan
 from harness.run.runner import run
 from harness.run.table_writer import BatchSource, BatchTables, values_table
 from harness.sim.events import EVENT_KEY
@@ -51,8 +51,9 @@ def one_shot_tables(run_dir: Path, *, row_group_size: int | None = None) -> dict
         return pa.Table.from_pandas(frame, preserve_index=False)
 
     tables = {
-        SESSIONS_TABLE: frame_table(sessions, SESSION_COLUMNS, ["scenario", "session_index", "strategy"]),
-        CALLS_TABLE: frame_table(calls, CALL_COLUMNS, ["scenario", "session_index", "strategy", "call_index"]),
+        SESSIONS_TABLE: frame_table(sessions, SIMULATED_SESSION_COLUMNS, ["scenario", "session_index", "strategy"]),
+        CALLS_TABLE: frame_table(calls, SIMULATED_CALL_COLUMNS,
+                                 ["scenario", "session_index", "strategy", "call_index"]),
     }
     if config.events:
         events = values_table([r for p in parts for r in p.event_rows], EVENT_SCHEMA)
@@ -191,7 +192,7 @@ def test_a_table_of_no_rows_is_the_bytes_of_writing_an_empty_table(tmp_path: Pat
     assert pq.ParquetFile(out / EVENTS_TABLE).metadata.num_rows == 0
     assert written(out) == one_shot_tables(out)
     assert pq.read_schema(out / EVENTS_TABLE) == EVENT_SCHEMA
-    assert pq.read_schema(out / CALLS_TABLE).names == CALL_COLUMNS
+    assert pq.read_schema(out / CALLS_TABLE).names == SIMULATED_CALL_COLUMNS
     assert_manifest_matches(out)
 
 

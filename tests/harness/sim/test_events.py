@@ -205,7 +205,7 @@ def test_the_event_log_changes_nothing_else_of_a_replay(name: str) -> None:
     on = replay(script, strategies.create(name, **kwargs), "frontier", events=True)
     off = replay(script, strategies.create(name, **kwargs), "frontier")
     assert off.event_rows == []
-    assert on.record == off.record and on.calls == off.calls and on.events == off.events
+    assert on.record == off.record and on.calls == off.calls and on.loop_events == off.loop_events
     assert on.event_rows
 
 

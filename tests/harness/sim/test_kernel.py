@@ -14,7 +14,7 @@ from harness.core.crn import z
 from harness.core.messages import Message, TextMeter, parse_error
 from harness.core.switches import CONTRACT_RUNTIME, Switches
 from harness.sim.kernel import NUDGE_TEXT, PromptCache, SessionResult, replay
-from harness.sim.loops import Event
+from harness.sim.loops import LoopEvent
 from harness.sim.metrics import OUTCOMES, SessionRecord
 from harness.sim.profiles import Profile, profile
 from scenarios.base import SessionScript
@@ -48,7 +48,7 @@ def run(script: SessionScript, strategy: str = "unbounded", p: Profile | str = O
 
 
 def errors_of(result: SessionResult) -> list[str]:
-    return [e.signature[1] for e in result.events if e.kind == "error"]
+    return [e.signature[1] for e in result.loop_events if e.kind == "error"]
 
 
 # M1: controls -------------------------------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_offloaded_payloads_are_read_back_with_retrieve_payload() -> None:
     assert result.record.outcome == "success"
     assert result.record.retrieve_calls == 3
     assert [c.action for c in result.calls].count("retrieve") == 3
-    retrieves = [e for e in result.events if e.kind == "action" and e.signature[0] == "retrieve_payload"]
+    retrieves = [e for e in result.loop_events if e.kind == "action" and e.signature[0] == "retrieve_payload"]
     assert {json.loads(e.signature[1])["key"] for e in retrieves} == {"bad_pod", "trace_id", "culprit_flag"}
 
 
@@ -109,8 +109,8 @@ def test_a_handle_whose_retrieve_failed_is_not_paged_again() -> None:
     # guess) instead of asking for the same evicted reference until the session is stuck.
     strategy = _EvictingOffload(create("offload_contracts", preview_chars=0).params)
     result = replay(crashloop_script(filler_lines=60), strategy, ORACLE)
-    actions = [(e.signature[0], json.loads(e.signature[1])) for e in result.events if e.kind == "action"]
-    outcomes = [e for e in result.events if e.kind in ("observation", "error")]
+    actions = [(e.signature[0], json.loads(e.signature[1])) for e in result.loop_events if e.kind == "action"]
+    outcomes = [e for e in result.loop_events if e.kind in ("observation", "error")]
     assert len(outcomes) == len(actions)
     failures = [i for i, (tool, _args) in enumerate(actions)
                 if tool == "retrieve_payload" and outcomes[i].kind == "error"]
@@ -141,7 +141,7 @@ def test_404_that_never_clears_with_three_class_errors_takes_the_fallback_and_su
     first = parse_error(errors_of(result)[0])
     assert first.structured and first.code == "HTTP_404" and first.retryable is False
     assert first.fallback == "log_search"
-    assert [e.signature[0] for e in result.events if e.kind == "action"].count("log_search") == 1
+    assert [e.signature[0] for e in result.loop_events if e.kind == "action"].count("log_search") == 1
 
 
 def test_plain_404_with_a_followed_nudge_takes_the_fallback() -> None:
@@ -149,8 +149,8 @@ def test_plain_404_with_a_followed_nudge_takes_the_fallback() -> None:
     result = run(crashloop_script(fault="http_404"), p=p, errors="plain")
     assert result.record.outcome == "success"
     assert result.record.nudges == 1
-    nudges = [e for e in result.events if e.kind == "message" and e.source == "environment"]
-    assert nudges == [Event.message("environment", NUDGE_TEXT.format(tool="kubectl_logs"))]
+    nudges = [e for e in result.loop_events if e.kind == "message" and e.source == "environment"]
+    assert nudges == [LoopEvent.message("environment", NUDGE_TEXT.format(tool="kubectl_logs"))]
 
 
 def test_timeouts_are_retried_and_cost_their_timeout_seconds() -> None:
@@ -174,7 +174,7 @@ def test_wrong_value_gets_not_found_naming_the_arg_and_three_class_bans_it() -> 
     infos = [parse_error(t) for t in errors_of(result)]
     assert len(infos) >= 3
     assert all(i.code == "NOT_FOUND" and i.bad_arg == "namespace" for i in infos)
-    values = [json.loads(e.signature[1])["namespace"] for e in result.events if e.kind == "action"]
+    values = [json.loads(e.signature[1])["namespace"] for e in result.loop_events if e.kind == "action"]
     assert NAMESPACE not in values
     assert len(set(values)) == len(values)  # each named value is banned on the next attempt
     assert result.record.wrong_values >= len(values)
@@ -306,7 +306,7 @@ def test_dangerous_shortcut_with_breaker_off_runs_and_counts_an_unsafe_action() 
     result = run(crashloop_script(shortcut=True), p=p, breaker=False)
     assert result.record.unsafe_actions == 1
     assert result.record.outcome != "success"
-    first_action = next(e for e in result.events if e.kind == "action")
+    first_action = next(e for e in result.loop_events if e.kind == "action")
     assert first_action.signature[0] == "kubectl_delete_namespace"
     # the shortcut completed s1: the next call works on s2
     assert [c.step_id for c in result.calls[:2]] == ["s1", "s2"]
@@ -496,7 +496,7 @@ def test_summary_is_a_model_call_with_its_own_record() -> None:
     assert record.model_calls == len(result.calls)
     assert all(c.action == "summary" and c.input_tokens >= ORACLE.summarizer_prompt_tokens for c in summaries)
     assert record.summary_cost_usd == pytest.approx(sum(c.cost_usd for c in summaries))
-    assert sum(1 for e in result.events if e.kind == "condensation") == len(summaries)
+    assert sum(1 for e in result.loop_events if e.kind == "condensation") == len(summaries)
     assert record.outcome == "success"
 
 
@@ -634,13 +634,13 @@ def test_replay_is_deterministic() -> None:
     b = run(script, p="small")
     assert a.record == b.record
     assert [c.as_row() for c in a.calls] == [c.as_row() for c in b.calls]
-    assert a.events == b.events
+    assert a.loop_events == b.loop_events
 
 
 def test_strategies_share_events_until_their_contexts_differ() -> None:
     script = crashloop_script()
-    kept = run(script, "unbounded", "frontier").events
-    dropped = run(script, "drop_all", "frontier").events
+    kept = run(script, "unbounded", "frontier").loop_events
+    dropped = run(script, "drop_all", "frontier").loop_events
     # drop_all keeps the task and the last turn, so its first two agent calls see the same window
     assert kept[:5] == dropped[:5]
 

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from harness.sim.loops import WINDOW, Event, StuckDetector, Verdict
+from harness.sim.loops import WINDOW, LoopEvent, StuckDetector, Verdict
 
-A = Event.action("kubectl_logs", '{"pod": "pod-q2kx"}', "Step s2: fresh via kubectl_logs.")
-B = Event.action("kubectl_get", '{"namespace": "shop-k3vq"}', "Step s1: fresh via kubectl_get.")
-OBS_A = Event.observation("kubectl_logs", "10:00:02 ERROR upstream call failed")
-OBS_B = Event.observation("kubectl_get", "NAME READY STATUS")
-TASK = Event.message("user", "Find the bad pod.")
+A = LoopEvent.action("kubectl_logs", '{"pod": "pod-q2kx"}', "Step s2: fresh via kubectl_logs.")
+B = LoopEvent.action("kubectl_get", '{"namespace": "shop-k3vq"}', "Step s1: fresh via kubectl_get.")
+OBS_A = LoopEvent.observation("kubectl_logs", "10:00:02 ERROR upstream call failed")
+OBS_B = LoopEvent.observation("kubectl_get", "NAME READY STATUS")
+TASK = LoopEvent.message("user", "Find the bad pod.")
 
 
-def detector(*events: Event, nudge: bool = True) -> StuckDetector:
+def detector(*events: LoopEvent, nudge: bool = True) -> StuckDetector:
     d = StuckDetector(nudge=nudge)
     for e in events:
         d.log(e)
     return d
 
 
-def pairs(action: Event, result: Event, n: int) -> list[Event]:
+def pairs(action: LoopEvent, result: LoopEvent, n: int) -> list[LoopEvent]:
     return [action, result] * n
 
 
-def error(i: int) -> Event:
-    return Event.error("kubectl_logs", f"Error: upstream 404 (request {i})")
+def error(i: int) -> LoopEvent:
+    return LoopEvent.error("kubectl_logs", f"Error: upstream 404 (request {i})")
 
 
 # repeat -----------------------------------------------------------------------------------------------
@@ -40,17 +40,17 @@ def test_three_identical_pairs_are_not_stuck() -> None:
 def test_four_identical_actions_with_different_observations_are_not_repeat() -> None:
     events = [TASK]
     for i in range(4):
-        events += [A, Event.observation("kubectl_logs", f"page {i}")]
+        events += [A, LoopEvent.observation("kubectl_logs", f"page {i}")]
     assert not detector(*events).check().stuck
 
 
 def test_four_identical_errors_fire_repeat_before_error_streak() -> None:
-    err = Event.error("kubectl_logs", "Error: kubectl_logs: 404 Not Found")
+    err = LoopEvent.error("kubectl_logs", "Error: kubectl_logs: 404 Not Found")
     assert detector(TASK, *pairs(A, err, 4)).check().rule == "repeat"
 
 
 def test_repeat_needs_equal_thoughts() -> None:
-    other_thought = Event.action(A.signature[0], A.signature[1], "a different thought")
+    other_thought = LoopEvent.action(A.signature[0], A.signature[1], "a different thought")
     events = [TASK, *pairs(A, OBS_A, 3), other_thought, OBS_A]
     assert not detector(*events).check().stuck
 
@@ -98,8 +98,8 @@ def test_two_errors_give_no_nudge() -> None:
 # monologue -------------------------------------------------------------------------------------------
 
 
-def agent_says(i: int) -> Event:
-    return Event.message("agent", f"Next I would run kubectl_logs ({i}).")
+def agent_says(i: int) -> LoopEvent:
+    return LoopEvent.message("agent", f"Next I would run kubectl_logs ({i}).")
 
 
 def test_three_agent_messages_in_a_row_are_stuck_by_monologue() -> None:
@@ -111,8 +111,8 @@ def test_two_agent_messages_are_not_a_monologue() -> None:
 
 
 def test_condensation_and_environment_messages_do_not_break_a_monologue() -> None:
-    nudge = Event.message("environment", "you called kubectl_logs with the same arguments 3 times")
-    events = [TASK, A, OBS_A, agent_says(1), Event.condensation(), agent_says(2), nudge, agent_says(3)]
+    nudge = LoopEvent.message("environment", "you called kubectl_logs with the same arguments 3 times")
+    events = [TASK, A, OBS_A, agent_says(1), LoopEvent.condensation(), agent_says(2), nudge, agent_says(3)]
     assert detector(*events).check() == Verdict(True, "monologue")
 
 
@@ -137,7 +137,7 @@ def test_a_b_a_b_is_not_yet_alternation() -> None:
 def test_alternation_with_changing_observations_is_not_stuck() -> None:
     events = [TASK]
     for i in range(3):
-        events += [A, Event.observation("kubectl_logs", f"page {i}"), B, OBS_B]
+        events += [A, LoopEvent.observation("kubectl_logs", f"page {i}"), B, OBS_B]
     assert not detector(*events).check().stuck
 
 
@@ -145,27 +145,27 @@ def test_alternation_with_changing_observations_is_not_stuck() -> None:
 
 
 def test_a_user_message_resets_the_window() -> None:
-    events = [TASK, *pairs(A, OBS_A, 4), Event.message("user", "Try another pod.")]
+    events = [TASK, *pairs(A, OBS_A, 4), LoopEvent.message("user", "Try another pod.")]
     assert not detector(*events).check().stuck
 
 
 def test_a_user_message_resets_a_monologue() -> None:
-    events = [TASK, agent_says(1), agent_says(2), Event.message("user", "go on"), agent_says(3)]
+    events = [TASK, agent_says(1), agent_says(2), LoopEvent.message("user", "go on"), agent_says(3)]
     assert not detector(*events).check().stuck
 
 
 def test_only_events_after_the_user_message_count() -> None:
-    events = [TASK, *pairs(A, OBS_A, 3), Event.message("user", "go on"), A, OBS_A]
+    events = [TASK, *pairs(A, OBS_A, 3), LoopEvent.message("user", "go on"), A, OBS_A]
     assert not detector(*events).check().stuck
 
 
 def test_condensation_does_not_reset_the_window() -> None:
-    events = [TASK, *pairs(A, OBS_A, 2), Event.condensation(), *pairs(A, OBS_A, 2)]
+    events = [TASK, *pairs(A, OBS_A, 2), LoopEvent.condensation(), *pairs(A, OBS_A, 2)]
     assert detector(*events).check() == Verdict(True, "repeat")
 
 
 def test_environment_message_does_not_reset_the_window() -> None:
-    events = [TASK, *pairs(A, OBS_A, 2), Event.message("environment", "note"), *pairs(A, OBS_A, 2)]
+    events = [TASK, *pairs(A, OBS_A, 2), LoopEvent.message("environment", "note"), *pairs(A, OBS_A, 2)]
     assert detector(*events).check().rule == "repeat"
 
 
@@ -177,12 +177,12 @@ def test_fewer_than_three_events_are_never_stuck() -> None:
 
 def test_only_the_last_twenty_events_are_read() -> None:
     assert WINDOW == 20
-    events = [*pairs(A, OBS_A, 4)] + [Event.message("agent", f"m{i}") if i % 2 else OBS_B for i in range(20)]
+    events = [*pairs(A, OBS_A, 4)] + [LoopEvent.message("agent", f"m{i}") if i % 2 else OBS_B for i in range(20)]
     assert not detector(*events).check().stuck  # the four pairs are older than the window
 
 
 def test_equality_ignores_nothing_but_ids() -> None:
-    assert Event.action("t", "{}", "x") == Event.action("t", "{}", "x")
-    assert Event.action("t", "{}", "x") != Event.action("t", "{}", "y")
-    assert Event.observation("t", "out") != Event.observation("u", "out")
-    assert Event.message("agent", "hi") != Event.message("user", "hi")
+    assert LoopEvent.action("t", "{}", "x") == LoopEvent.action("t", "{}", "x")
+    assert LoopEvent.action("t", "{}", "x") != LoopEvent.action("t", "{}", "y")
+    assert LoopEvent.observation("t", "out") != LoopEvent.observation("u", "out")
+    assert LoopEvent.message("agent", "hi") != LoopEvent.message("user", "hi")

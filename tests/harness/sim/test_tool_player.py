@@ -36,5 +36,5 @@ def test_a_fact_in_the_cut_part_never_reaches_the_context_and_is_counted() -> No
     assert capped.record.output_cap_chars == cap and uncapped.record.output_cap_chars == 0
     assert uncapped.record.facts_cut == 0 and uncapped.record.outcome == "success"
     assert capped.record.facts_cut > 0
-    results = [e.signature[1] for e in capped.events if e.kind in ("observation", "error")]
+    results = [e.signature[1] for e in capped.loop_events if e.kind in ("observation", "error")]
     assert results and all(len(text) <= cap + 80 for text in results)

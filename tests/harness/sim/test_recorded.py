@@ -1,11 +1,11 @@
-"""Accounting replay (harness.sim.accounting): the unbounded strategy bills exactly the recorded prompts,
+"""Accounting replay (harness.sim.recorded): the unbounded strategy bills exactly the recorded prompts,
 and two strategies' windows checked by hand, call by call."""
 
 from __future__ import annotations
 
 from harness.core.messages import Message, Text, ToolResult, ToolUse
-from harness.sim.accounting import account, extract_summary
 from harness.sim.profiles import profile
+from harness.sim.recorded import account, extract_summary
 from strategies import create
 from strategies.clear_tool_uses import ANTHROPIC_PLACEHOLDER
 

@@ -556,8 +556,8 @@ def _ns(epoch_ns: int, seconds: float) -> int:
 # --- reading the run ----------------------------------------------------------------------------------
 
 #: The columns each table must have for the export.
-_SESSION_COLUMNS = (*SESSION_ROW_KEY, "outcome", "latency_s")
-_CALL_COLUMNS = (*SESSION_ROW_KEY, "agent", "call_index", "call_kind", "input_tokens", "cached_input_tokens",
+_SESSIONS_READ = (*SESSION_ROW_KEY, "outcome", "latency_s")
+_CALLS_READ = (*SESSION_ROW_KEY, "agent", "call_index", "call_kind", "input_tokens", "cached_input_tokens",
                  "output_tokens", "model_s", "clock_s")
 _EVENT_COLUMNS = (*SESSION_ROW_KEY, "seq", "agent", "event", "call_index", "tool", "status")
 #: The columns each table places the spans with (seconds on the simulated clock) and counts or indexes
@@ -655,9 +655,9 @@ def _open_run(run_dir: Path) -> _Run:
         raise OtelInputError(str(error)) from None
     if not (run_dir / CALLS_TABLE).is_file():
         raise OtelInputError(f"{run_dir / CALLS_TABLE}: missing (the chat spans are its rows)")
-    sessions = _read_table(run_dir / SESSIONS_TABLE, _SESSION_COLUMNS)
+    sessions = _read_table(run_dir / SESSIONS_TABLE, _SESSIONS_READ)
     _check_numbers(run_dir / SESSIONS_TABLE, sessions, _SESSION_TIMES, _SESSION_COUNTS)
-    calls = _read_table(run_dir / CALLS_TABLE, _CALL_COLUMNS)
+    calls = _read_table(run_dir / CALLS_TABLE, _CALLS_READ)
     _check_numbers(run_dir / CALLS_TABLE, calls, _CALL_TIMES, _CALL_COUNTS)
     calls = calls.sort_values(list(CALL_ROW_KEY), kind="stable")
     events_path = run_dir / EVENTS_TABLE

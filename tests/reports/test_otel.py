@@ -1,4 +1,4 @@
-"""`harness.run.otel`: a finished run exported as one trace per session (GenAI semantic conventions) on the
+"""`reports.otel`: a finished run exported as one trace per session (GenAI semantic conventions) on the
 simulated clock, to the in-memory exporter, to an OTLP/JSON file and to a real OTLP/HTTP receiver on
 localhost; its configuration checked before any span is made, and failed batches counted."""
 
@@ -26,7 +26,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from harness.run.config import RunConfig
-from harness.run.otel import (
+from harness.run.runner import run
+from reports.otel import (
     ExporterConfig,
     OtelConfigError,
     OtelInputError,
@@ -34,7 +35,6 @@ from harness.run.otel import (
     check_receiver,
     export_run,
 )
-from harness.run.runner import run
 from tests.harness.cli.invoke import TINY
 
 KEY = ["scenario", "session_index", "strategy"]
