@@ -15,20 +15,9 @@ import os
 from pathlib import Path
 
 from harness.core.files import StagedFile
-from harness.core.rundir import (
-    CALLS_TABLE,
-    CONFIG_FILE,
-    EVENTS_TABLE,
-    HIDDEN_TABLE,
-    MANIFEST_FILE,
-    PARTS_DIR,
-    SESSIONS_TABLE,
-)
+from harness.core.rundir import CONFIG_FILE, MANIFEST_FILE, PARTS_DIR, RUN_FILES
 
 __all__ = ["OutputPathError", "check_output_path", "is_run_directory", "run_file_of"]
-
-#: The files a run directory's readers trust: never an output of another command.
-RUN_FILES = frozenset({CONFIG_FILE, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE, HIDDEN_TABLE})
 
 
 class OutputPathError(ValueError):

@@ -28,6 +28,7 @@ __all__ = [
     "PLOTS_DIR",
     "REPORT_HTML",
     "REPORT_MD",
+    "RUN_FILES",
     "SESSIONS_TABLE",
     "Manifest",
     "TableCheckError",
@@ -55,6 +56,9 @@ PARTS_DIR = "parts"
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
 PLOTS_DIR = "plots"
+#: The files a run writes into its directory besides its parts, in the order it writes them: what the
+#: directory's readers trust, so never an output of another command.
+RUN_FILES = (CONFIG_FILE, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE, HIDDEN_TABLE)
 
 
 class Manifest(BaseModel):

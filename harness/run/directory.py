@@ -36,12 +36,10 @@ from pydantic import ValidationError
 import harness
 from harness.core.files import DirectoryBusy, lock_directory, remove_stale_temp_files, write_atomically
 from harness.core.rundir import (
-    CALLS_TABLE,
     CONFIG_FILE,
-    EVENTS_TABLE,
-    HIDDEN_TABLE,
     MANIFEST_FILE,
     PARTS_DIR,
+    RUN_FILES,
     SESSIONS_TABLE,
     Manifest,
     TableCheckError,
@@ -56,8 +54,6 @@ __all__ = ["DAMAGED_DIR", "RunDirectory", "RunError", "RunSummary", "config_from
 
 #: Where a resume moves the parts it found damaged before replaying their batches (inside ``parts/``).
 DAMAGED_DIR = "damaged"
-#: The files a run writes into its directory, besides its parts.
-RUN_FILES = (CONFIG_FILE, MANIFEST_FILE, SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE, HIDDEN_TABLE)
 
 
 class RunError(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.crn import z
@@ -85,20 +85,21 @@ class ModelCall:
     tokens_freed: int = 0
 
 
+@dataclass(slots=True)
 class Billing:
     """Bills the model calls of one session replay: cache hits and writes, model seconds on the clock,
     cost, the tally's token sums, and the ``CallRecord`` rows."""
 
-    def __init__(self, profile: Profile, seed: int, clock: SimClock, tally: Tally, *, scenario: str,
-                 session_index: int, strategy: str) -> None:
-        self.profile = profile
-        self.seed = seed
-        self.clock = clock
-        self.tally = tally
-        self.scenario = scenario
-        self.session_index = session_index
-        self.strategy = strategy
-        self.calls: list[CallRecord] = []
+    profile: Profile
+    #: The session's seed (the latency draws of its calls).
+    seed: int
+    clock: SimClock
+    tally: Tally
+    #: The session's key, which every call row carries.
+    scenario: str = field(kw_only=True)
+    session_index: int = field(kw_only=True)
+    strategy: str = field(kw_only=True)
+    calls: list[CallRecord] = field(default_factory=list, kw_only=True)
 
     def bill(self, call: ModelCall, cache: PromptCache) -> None:
         """Account ``call`` against ``cache`` (the agent's or its summarizer's stream)."""

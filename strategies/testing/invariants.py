@@ -49,17 +49,11 @@ from typing import Literal, Protocol, runtime_checkable
 from harness.core.context import Context, ContextOverflow
 from harness.core.messages import Message, nonsummary, tokens_of
 from strategies.base import CannotReduce, ContextStrategy
+from strategies.testing import rewrites as allowed
 from strategies.testing.fakes import FakeSummarizer
 from strategies.testing.histories import next_turn
 from strategies.testing.params import generated_names
-from strategies.testing.rewrites import (
-    DEFAULT_REWRITES,
-    Rewrite,
-    is_new_summary,
-    is_rewrite,
-    is_subsequence,
-    rewrites_of,
-)
+from strategies.testing.rewrites import DEFAULT_REWRITES, Rewrite
 from strategies.testing.windows import brief, norm, norms, violations, well_formed
 
 #: A hook as the runtime calls it; ``reduce_reactive`` passes a `ContextOverflow`.
@@ -151,7 +145,7 @@ def as_factory(strategy: StrategyLike | Callable[[], StrategyLike]) -> Callable[
 def declared_rewrites(strategy: StrategyLike) -> tuple[Rewrite, ...]:
     """The rewrites a built-in strategy may make (found from its name and params), else the defaults."""
     if isinstance(strategy, ContextStrategy) and strategy.name in generated_names():
-        return _ordered(rewrites_of(strategy.name, strategy.params.model_dump(mode="json")))
+        return _ordered(allowed.rewrites_of(strategy.name, strategy.params.model_dump(mode="json")))
     return DEFAULT_REWRITES
 
 
@@ -268,11 +262,13 @@ def check_window(run: HookRun, rewrites: tuple[Rewrite, ...], *, from_fake: bool
     p = next((i for i, m in enumerate(b) if not m.pinned), len(b))
     if norms(a[:p]) != norms(b[:p]):
         fail("G2 pins", f"the pinned prefix of {p} messages moved")
-    if not is_subsequence([m for m in a if m.kind != "summary"], b, rewrites):
+    if not allowed.is_subsequence([m for m in a if m.kind != "summary"], b, rewrites):
         fail("G3 shape", "the window after, summaries aside and rewrites undone, is no subsequence of the one before")
     old = norms(b)
     for i, m in enumerate(a):
-        if not (norm(m) in old or is_new_summary(m, from_fake) or any(is_rewrite(m, x, rewrites) for x in b)):
+        if norm(m) in old or allowed.is_new_summary(m, from_fake):
+            continue
+        if not any(allowed.is_rewrite(m, x, rewrites) for x in b):
             fail("G4 no new content", f"message {i} is neither an old message, a summary nor an allowed rewrite")
     if run.ctx.tokens != tokens_of(run.ctx.messages):
         fail("G5 bookkeeping", f"ctx.tokens is {run.ctx.tokens}, the messages hold {tokens_of(run.ctx.messages)}")
