@@ -52,7 +52,7 @@ from strategies.base import CannotReduce, ContextStrategy
 from strategies.testing import rewrites as allowed
 from strategies.testing.fakes import FakeSummarizer
 from strategies.testing.histories import next_turn
-from strategies.testing.params import generated_names
+from strategies.testing.params import HAND_WRITTEN_NAMES
 from strategies.testing.rewrites import DEFAULT_REWRITES, Rewrite
 from strategies.testing.windows import brief, norm, norms, violations, well_formed
 
@@ -144,7 +144,7 @@ def as_factory(strategy: StrategyLike | Callable[[], StrategyLike]) -> Callable[
 
 def declared_rewrites(strategy: StrategyLike) -> tuple[Rewrite, ...]:
     """The rewrites a built-in strategy may make (found from its name and params), else the defaults."""
-    if isinstance(strategy, ContextStrategy) and strategy.name in generated_names():
+    if isinstance(strategy, ContextStrategy) and strategy.name in HAND_WRITTEN_NAMES:
         return _ordered(allowed.rewrites_of(strategy.name, strategy.params.model_dump(mode="json")))
     return DEFAULT_REWRITES
 

@@ -1,18 +1,27 @@
-"""Hypothesis strategies for valid parameter sets of every built-in strategy.
+"""Hypothesis strategies for valid parameter sets of every registered strategy.
 
 `params_for(name)` draws the params of one registered strategy with small windows and thresholds,
 so that the hooks have work to do on short generated histories; `configs()` draws ``(name, params)``
-over all of them, ready for ``strategies.create(name, **params)``.
+over all of them, ready for ``strategies.create(name, **params)``. The built-in strategies of
+`HAND_WRITTEN_NAMES` have generators written here; any other registered strategy gets one derived from
+its declared ``Params`` model (`declared_params`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import math
+import types
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+import annotated_types
 from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
-from strategies import names
+from strategies import get, names
 from strategies.clear_tool_uses import LANGCHAIN_PLACEHOLDER
 from strategies.pipeline import COMPOSITES
 from strategies.testing.histories import TOOL_NAMES
@@ -201,17 +210,136 @@ FLAT_NAMES = (
 #: Built-in strategies that need an optional dependency (strands-agents) to run; never pipeline stages.
 OPTIONAL_NAMES = ("strands_manager",)
 
+#: The strategies whose generators are written in this module; every other one's are derived.
+HAND_WRITTEN_NAMES = frozenset(FLAT_NAMES) | COMPOSITES | frozenset(OPTIONAL_NAMES)
+
+#: How far above its lower bound a derived integer or float goes: small windows and thresholds.
+INT_SPAN = 12
+FLOAT_SPAN = 1.0
+
+
+def _constraints(metadata: Iterable[Any]) -> Iterable[Any]:
+    """The single constraints of ``metadata``: a FieldInfo's and a GroupedMetadata's (``Interval``) unpacked."""
+    for item in metadata:
+        if isinstance(item, FieldInfo):
+            yield from _constraints(item.metadata)
+        elif isinstance(item, annotated_types.GroupedMetadata):
+            yield from _constraints(item)
+        else:
+            yield item
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """A number's bounds from its field's metadata (``Field(ge=...)``, ``Gt``, ...); None is unbounded."""
+
+    lower: float | None = None
+    lower_open: bool = False
+    upper: float | None = None
+    upper_open: bool = False
+
+    @classmethod
+    def of(cls, metadata: Iterable[Any]) -> Bounds:
+        """The bounds the ``Ge``/``Gt``/``Le``/``Lt`` constraints of ``metadata`` set (the last of each side wins)."""
+        bounds = cls()
+        for item in _constraints(metadata):
+            if isinstance(item, annotated_types.Ge | annotated_types.Gt):
+                lower = item.ge if isinstance(item, annotated_types.Ge) else item.gt
+                if isinstance(lower, int | float):
+                    bounds = Bounds(float(lower), isinstance(item, annotated_types.Gt), bounds.upper, bounds.upper_open)
+            elif isinstance(item, annotated_types.Le | annotated_types.Lt):
+                upper = item.le if isinstance(item, annotated_types.Le) else item.lt
+                if isinstance(upper, int | float):
+                    bounds = Bounds(bounds.lower, bounds.lower_open, float(upper), isinstance(item, annotated_types.Lt))
+        return bounds
+
+    def integers(self) -> st.SearchStrategy[int] | None:
+        """Small integers inside the bounds: at most `INT_SPAN` above the lowest; None if there are none."""
+        lo = None if self.lower is None else math.floor(self.lower) + 1 if self.lower_open else math.ceil(self.lower)
+        hi = None if self.upper is None else math.ceil(self.upper) - 1 if self.upper_open else math.floor(self.upper)
+        if lo is None:
+            lo = hi - INT_SPAN if hi is not None and hi < 0 else 0
+        hi = lo + INT_SPAN if hi is None else min(hi, lo + INT_SPAN)
+        return st.integers(lo, hi) if lo <= hi else None
+
+    def floats(self) -> st.SearchStrategy[float] | None:
+        """Finite floats inside the bounds, within `FLOAT_SPAN` of the lowest; None if there are none."""
+        lo = self.lower if self.lower is not None else (
+            self.upper - FLOAT_SPAN if self.upper is not None and self.upper < 0 else 0.0)
+        lo_open = self.lower_open if self.lower is not None else False
+        hi, hi_open = (lo + FLOAT_SPAN, False) if self.upper is None else (self.upper, self.upper_open)
+        if lo > hi or (lo == hi and (lo_open or hi_open)):
+            return None
+        return st.floats(lo, hi, exclude_min=lo_open, exclude_max=hi_open, allow_nan=False, allow_infinity=False)
+
+
+def derived_value(annotation: Any, metadata: Sequence[Any] = ()) -> st.SearchStrategy[Any] | None:
+    """Values of a field annotated ``annotation`` with constraints ``metadata``: bools, bounded small
+    ints and finite floats, a Literal's values, a union's arms (None first for an Optional). None when
+    some part cannot be derived (a str, a list, a model, ...)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        inner, *extra = get_args(annotation)
+        return derived_value(inner, [*metadata, *extra])
+    if origin is Literal:
+        return st.sampled_from(get_args(annotation))
+    if origin is Union or origin is types.UnionType:
+        arms = get_args(annotation)
+        drawn = [derived_value(arm, metadata) for arm in arms if arm is not type(None)]
+        derived = [d for d in drawn if d is not None]
+        if len(derived) < len(drawn):
+            return None
+        return st.one_of(([st.none()] if type(None) in arms else []) + derived)
+    if annotation is bool:
+        return st.booleans()
+    if annotation is int:
+        return Bounds.of(metadata).integers()
+    if annotation is float:
+        return Bounds.of(metadata).floats()
+    return None
+
+
+def _validates(model: type[BaseModel], params: dict[str, Any]) -> bool:
+    try:
+        model(**params)
+    except ValidationError:
+        return False
+    return True
+
+
+@cache
+def declared_params(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]] | None:
+    """Valid parameter sets of a ``Params`` model, derived from its fields (`derived_value`): a field
+    it cannot derive is left out, so that it takes its default, and draws the model's own validators
+    refuse are filtered out. None when a required field cannot be derived."""
+    fields: dict[str, st.SearchStrategy[Any]] = {}
+    for name, info in model.model_fields.items():
+        drawn = derived_value(info.annotation, info.metadata)
+        if drawn is not None:
+            fields[info.alias or name] = drawn
+        elif info.is_required():
+            return None
+    return st.fixed_dictionaries(fields).filter(lambda params: _validates(model, params))
+
 
 def generated_names() -> tuple[str, ...]:
-    """The registered strategies `params_for` can draw params for, in registry order (strategies a
-    plugin registers are left out: their params are theirs to generate)."""
-    known = set(FLAT_NAMES) | COMPOSITES | set(OPTIONAL_NAMES)
-    return tuple(n for n in names() if n in known)
+    """The registered strategies `params_for` can draw params for, in registry order: the built-in
+    ones, and any other (a plugin's, one registered at test time) whose params `declared_params`
+    derives."""
+    return tuple(n for n in names() if n in HAND_WRITTEN_NAMES or declared_params(get(n).Params) is not None)
 
 
 def params_for(name: str) -> st.SearchStrategy[dict[str, Any]]:
-    """Valid parameter sets of built-in strategy ``name`` (small windows, so the hooks do something).
-    A pipeline draws 1-3 stages among the registered flat strategies. KeyError for any other name."""
+    """Valid parameter sets of registered strategy ``name`` (small windows, so the hooks do something).
+    A pipeline draws 1-3 stages among the registered flat strategies. A strategy without a generator
+    here gets `declared_params`; KeyError for a name not registered or whose required params the
+    derivation cannot fill."""
+    if name not in HAND_WRITTEN_NAMES:
+        derived = declared_params(get(name).Params)
+        if derived is None:
+            raise KeyError(f"no parameter generator for strategy {name!r}: a required field of its Params "
+                           "is of a type declared_params cannot derive")
+        return derived
     if name == "pipeline":
         stages = tuple(n for n in names() if n in FLAT_NAMES)
         stage = st.sampled_from(stages).flatmap(
