@@ -1,5 +1,5 @@
 """The run directory's contract (docs/design.md, "Run directory"): its file names and the typed
-``Manifest`` that the store writes and the reports read.
+``Manifest`` that the run directory writes and the reports read.
 
 It lives in the core so that both sides share one definition without the reports importing the
 runner: a run copied to a laptop reads back through this module alone.

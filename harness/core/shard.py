@@ -1,7 +1,7 @@
 """The shard ``K/N`` of ``ctxbench run --shard``: the deterministic slice of a run's batches one
 process runs, so that N of them, merged, make the tables of one unsharded run.
 
-It lives in the core because the command line reads it, the runner and the store select batches by
+It lives in the core because the command line reads it, the runner and the run directory select batches by
 it, and the manifest records it as its ``"K/N"`` text: one type keeps the spelling and the slicing
 rule the same in each of them.
 """

@@ -3,7 +3,7 @@ sorted and joined by, and every column of ``sessions.parquet``, ``calls.parquet`
 ``hidden.parquet`` with its Arrow type, its default and its group.
 
 The simulator's records (`harness.sim.metrics`, `harness.sim.events`) have exactly these columns as their
-fields, the store writes them, and the reports read them, all from here: a run copied to a laptop is read
+fields, the run directory writes them, and the reports read them, all from here: a run copied to a laptop is read
 through the core alone. ``events.parquet``, ``hidden.parquet`` and an accounting run's ``calls.parquet`` are
 written with the declared types (`arrow_schema`); the simulated ``sessions.parquet`` and ``calls.parquet``
 keep the types pandas infers from their values, which are the declared ones (a seed of 2**63 or more makes

@@ -6,7 +6,7 @@ counts and the sha256 of the lines that follow; then one ``{"table": ..., "row":
 row, for the tables ``sessions``, ``calls`` and ``hidden`` (an object of its columns) and ``events`` (the values
 of the columns the header lists under ``event_columns``, in that order: the event log has the most
 rows, and its columns are mostly defaults). `read_part` checks all of it and raises `PartError` with a
-`PartProblem` saying what is wrong, which decides what the store does: a part whose bytes are damaged
+`PartProblem` saying what is wrong, which decides what the run directory does: a part whose bytes are damaged
 is replayed again (the replay is deterministic, so the tables come out as if nothing happened); a part
 that is intact but does not belong (another config, another batch, rows of other sessions) is refused,
 because a user put it there and only they know which copy is right.

@@ -4,6 +4,7 @@ every refused input must pass: exit 2, one ``ctxbench: error:`` line on stderr, 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,20 @@ def command() -> list[str]:
 def ctxbench(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command(), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120,
                           env=None if env is None else os.environ | env, check=False)
+
+
+def start(*args: str | Path, cwd: Path | None = None, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:
+    """``ctxbench ARGS`` started in the background (stdout discarded), to be interrupted by the caller. An
+    ignored SIGINT is inherited across exec (pytest-xdist's workers ignore it), so the command is started with
+    the default handler: a test's SIGINT must reach it."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen([*command(), *map(str, args)], cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr,
+                                text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def write_config(directory: Path, data: dict[str, Any], name: str = "tiny.toml") -> Path:

@@ -286,22 +286,14 @@ def longer_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("sig", INTERRUPTING, ids=[s.name for s in INTERRUPTING])
 def test_an_interrupted_export_leaves_the_old_file_and_no_temporary_one(longer_run: Path, tmp_path: Path,
                                                                         sig: signal.Signals, previous: bytes) -> None:
-    import subprocess
     import time
 
-    from tests.harness.cli.invoke import command
+    from tests.harness.cli.invoke import start
 
     out = tmp_path / "traces.jsonl"
     if previous:
         out.write_bytes(previous)
-    handler = signal.getsignal(signal.SIGINT)
-    if handler == signal.SIG_IGN:  # an ignored SIGINT is inherited across exec
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen([*command(), "export-otel", str(longer_run), "--out", str(out), "--quiet"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    finally:
-        signal.signal(signal.SIGINT, handler)
+    proc = start("export-otel", longer_run, "--out", out, "--quiet")
     try:
         deadline = time.monotonic() + 120
         # The first batch is in the temporary file beside the target: the export is under way.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.harness.cli.invoke import TINY, assert_usage_error, command, ctxbench, write_config
+from tests.harness.cli.invoke import TINY, assert_usage_error, command, ctxbench, start, write_config
 
 KEY = ["scenario", "session_index", "strategy"]
 TABLES = ("sessions.parquet", "calls.parquet", "events.parquet")
@@ -50,14 +50,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def interrupt(args: list[str], cwd: Path, sig: signal.Signals, delay: float) -> int | None:
     """Start ``ctxbench ARGS``, send ``sig`` after ``delay`` seconds; its exit status (None when it had
     already finished, which the caller treats as an uninterrupted command)."""
-    previous = signal.getsignal(signal.SIGINT)
-    if previous == signal.SIG_IGN:  # an ignored SIGINT is inherited across exec
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen([*command(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    proc = start(*args, cwd=cwd)
     try:
         time.sleep(delay)
         if proc.poll() is not None:

@@ -21,7 +21,7 @@ import pytest
 from harness.cli import main
 from harness.cli.replay import default_out
 from harness.run.accounting import CALLS_SCHEMA
-from tests.harness.cli.invoke import ROOT, assert_usage_error, command, ctxbench, write_config
+from tests.harness.cli.invoke import ROOT, assert_usage_error, ctxbench, start, write_config
 
 TRACES = ROOT / "tests" / "data" / "traces"
 
@@ -193,15 +193,7 @@ def test_replay_tables_are_byte_identical_whatever_the_jobs(long_replay: Path, t
 def start_and_stop(args: list[str], cwd: Path, parts: Path, sig: signal.Signals) -> subprocess.Popen[str]:
     """Start ``ctxbench ARGS``, wait for its first finished batch (a part in ``parts``), send ``sig``;
     the process (the caller waits for it, or kills it)."""
-    # An ignored SIGINT is inherited across exec: a replay started in the background must not hide it.
-    previous = signal.getsignal(signal.SIGINT)
-    if previous == signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen([*command(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    proc = start(*args, cwd=cwd)
     try:
         deadline = time.monotonic() + 60
         while not (parts.is_dir() and any(parts.glob("*.jsonl"))):

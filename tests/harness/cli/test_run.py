@@ -20,7 +20,7 @@ from harness.run.config import RunConfig
 from harness.run.directory import read_parts
 from harness.run.plan import plan
 from harness.sim.profiles import PROFILE_NAMES
-from tests.harness.cli.invoke import BAD_FILES, TINY, assert_usage_error, command, ctxbench, write_config
+from tests.harness.cli.invoke import BAD_FILES, TINY, assert_usage_error, ctxbench, start, write_config
 
 KEY = ["scenario", "session_index", "strategy"]
 TABLES = ("sessions.parquet", "calls.parquet")
@@ -194,14 +194,8 @@ def long_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def start_and_kill(cwd: Path, out: str, sig: signal.Signals) -> int:
     """Start a long run, wait for its first finished batch, send ``sig``; the exit status."""
     # An ignored SIGINT is inherited across exec: a runner started in the background must not hide it.
-    previous = signal.getsignal(signal.SIGINT)
-    if previous == signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen([*command(), "run", "long.toml", "--out", out, "--executor", "serial", "--quiet"],
-                                cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    proc = start("run", "long.toml", "--out", out, "--executor", "serial", "--quiet", cwd=cwd,
+                 stderr=subprocess.DEVNULL)
     parts = cwd / out / "parts"
     deadline = time.monotonic() + 60
     try:

@@ -1,6 +1,6 @@
 """The run directory's table schemas (`harness.core.tables`) against what writes and reads the tables: the
 simulator's records have exactly the declared columns, the outcome names are the ones a replay can end in,
-and the store, the explorer and the report inputs take their columns from the declarations."""
+and the run directory, the explorer and the report inputs take their columns from the declarations."""
 
 from __future__ import annotations
 

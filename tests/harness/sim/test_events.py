@@ -226,7 +226,7 @@ def test_a_row_is_the_values_of_every_column_in_order_ints_and_short_strings() -
         for name in set(DEFAULTS) - mine:
             assert getattr(record, name) == DEFAULTS[name], (record.event, name)
     assert tuple(EVENT_SCHEMA.names) == EVENT_COLUMNS
-    assert EVENT_COLUMNS[:3] == EVENT_KEY[:3]  # the store reads a part's event key by position
+    assert EVENT_COLUMNS[:3] == EVENT_KEY[:3]  # the run directory reads a part's event key by position
 
 
 # In a run directory -------------------------------------------------------------------------------------
