@@ -6,7 +6,6 @@ path and nothing exported or replayed when the exporter cannot be configured. Ru
 from __future__ import annotations
 
 import json
-import os
 import signal
 from pathlib import Path
 
@@ -18,17 +17,10 @@ from harness.cli.errors import UsageError
 from harness.run.config import RunConfig
 from harness.run.runner import run
 from tests.harness.cli.invoke import TINY
-from tests.reports.test_otel import Receiver
 
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No OTLP variable of the machine's; no proxy for localhost."""
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+# clean_otel_environment: the export tests' autouse fixture (no OTLP variable of the machine, no proxy for
+# localhost), active here by being imported.
+from tests.reports.test_otel import Receiver, clean_otel_environment  # noqa: F401
 
 
 @pytest.fixture(scope="module")
