@@ -54,14 +54,21 @@ class Fact(_Model):
     #: series of sessions its value comes from the series, so an agent's memory file may hold it. Set
     #: only on scripts generated in a series (`Series`).
     durable: bool = False
+    #: Other texts that state this fact, declared by the family (docs/model.md 1.1, v3 change 6): the
+    #: value written another way where the agent can read it as well as the value itself (for a
+    #: ``file.py:197`` location, the edit call's ``"start_line":197`` and a diff hunk header that covers
+    #: line 197). A message holding a form holds the fact.
+    forms: tuple[str, ...] = ()
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # ``durable`` is written only when set: a script outside a series stays byte for byte what it was
-        # before the field existed (tests/scenarios pins scripts by hash).
+        # ``durable`` and ``forms`` are written only when set: a script without them stays byte for byte
+        # what it was before the fields existed (tests/scenarios pins scripts by hash).
         data: dict[str, Any] = handler(self)
         if not self.durable:
             data.pop("durable", None)
+        if not self.forms:
+            data.pop("forms", None)
         return data
 
 
@@ -163,6 +170,19 @@ class SessionScript(_Model):
     system_prompt_tokens: int = DEFAULT_SYSTEM_PROMPT_TOKENS
     #: The generator parameters that made this script (defaults filled in).
     params: dict[str, Any] = Field(default_factory=dict)
+    #: Steps whose edits make the patch the session is graded on (code_repair, docs/model.md v3 change
+    #: 7): success is every one of them done with its true arguments (the right file, line and change)
+    #: before the final answer. Empty: graded on the final report, which must state ``final_facts``.
+    patch: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # ``patch`` is written only when set: a script graded on its report stays byte for byte what it
+        # was before the field existed (tests/scenarios pins scripts by hash).
+        data: dict[str, Any] = handler(self)
+        if not self.patch:
+            data.pop("patch", None)
+        return data
 
     @model_validator(mode="after")
     def _structure(self) -> SessionScript:
@@ -186,6 +206,9 @@ class SessionScript(_Model):
         for key in self.final_facts:
             if key not in known:
                 raise ValueError(f"final fact {key!r} is never produced")
+        for step_id in self.patch:
+            if not any(step.id == step_id for step in self.steps):
+                raise ValueError(f"patch step {step_id!r} is not a step of the script")
         if self.agents is not None:
             for i, step in enumerate(self.steps):
                 if step.agent not in self.agents:
@@ -213,6 +236,17 @@ class SessionScript(_Model):
                 if run.shortcut is not None:
                     names[run.shortcut.tool] = None
         return list(names)
+
+    def finders(self) -> dict[str, Step]:
+        """key -> the first step whose result holds that fact (its fallback's, when only that one runs):
+        the plan's "where each fact is found", which an agent acts on only with a visible trace of that
+        step (docs/model.md v3 change 2). Task facts have none."""
+        out: dict[str, Step] = {}
+        for step in self.steps:
+            for run in [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else []):
+                for key in run.produces:
+                    out.setdefault(key, step)
+        return out
 
     def lookups(self) -> dict[str, Lookup]:
         """key -> how the agent finds that fact (task facts are stated, so literal)."""

@@ -95,10 +95,12 @@ class ScriptBuilder:
         return self.distinct(lambda: f"{word}-{self.draws.token(4, BASE32)}")
 
     def fact(self, key: str, kind: str, word: str | None = None, *, value: str | None = None,
-             lookup: Lookup = "literal", durable: Callable[[Draws], str] | None = None) -> str:
+             lookup: Lookup = "literal", durable: Callable[[Draws], str] | None = None,
+             forms: Iterable[str] = ()) -> str:
         """Define fact ``key`` (a fresh value of shape ``word``, or ``value``); ``lookup`` says how the
         agent finds it (see `scenarios.base.Lookup`). ``durable`` marks a project-level fact: in a
-        series it makes the value from the series' draws for the key (`Series.draws`) instead."""
+        series it makes the value from the series' draws for the key (`Series.draws`) instead.
+        ``forms`` are the other texts that state it (`scenarios.base.Fact.forms`)."""
         if key in self.facts:
             raise InvalidScript(f"fact {key!r} defined twice")
         if value is None:
@@ -112,7 +114,7 @@ class ScriptBuilder:
             shared = self.series.draws(key)
             value = self.distinct(lambda: durable(shared))
         self.facts[key] = Fact(key=key, value=value, kind=kind, lookup=lookup,
-                               durable=durable is not None and self.series is not None)
+                               durable=durable is not None and self.series is not None, forms=tuple(forms))
         return value
 
     def decoy(self, key: str, word: str | None = None, *, value: str | None = None) -> str:
@@ -219,6 +221,7 @@ class ScriptBuilder:
         agents: list[str] | None = None,
         handoffs: list[Handoff] | None = None,
         scenario: str | None = None,
+        patch: Iterable[str] = (),
     ) -> SessionScript:
         script = SessionScript(
             scenario=scenario or self.scenario,
@@ -233,6 +236,7 @@ class ScriptBuilder:
             # Recorded only when on: a script without hyphenated tools stays byte for byte what it was
             # before the param existed (tests/scenarios pins scripts by hash).
             params=self.params.model_dump(exclude=None if self.params.hyphenated_tools else {"hyphenated_tools"}),
+            patch=list(patch),
         )
         problems = check_script(script)
         if problems:

@@ -188,6 +188,11 @@ class CodeRepairParams(ScenarioParams):
     payload_median_bytes: StrictInt = Field(1400, ge=64, le=1_000_000)
     payload_sigma: float = Field(0.85, ge=0, le=4)
     payload_max_bytes: StrictInt = Field(16_000, ge=256, le=10_000_000)
+    #: What the session is graded on (docs/model.md v3 change 7): ``patch``, the submitted edit at the
+    #: right file and line (the edit call takes both from the context: ``root_file`` and ``bug_line``),
+    #: as SWE-bench grades; or ``report``, the older five-fact final report, with the edit's line given
+    #: literally (its file still from ``root_file``; kept to measure what the change moved).
+    graded_on: Literal["patch", "report"] = "patch"
 
 
 def banner(text: str, fill: str = "=") -> str:
@@ -328,6 +333,7 @@ class CodeRepairDraft(ScriptDraft):
 
     def __init__(self, scenario: str, seed: int, params: CodeRepairParams, series: Series | None = None) -> None:
         super().__init__(scenario, seed, params, series)
+        self.graded_on = params.graded_on
         if params.turns is None:
             t = self.draws.child("turns").lognormal(TURNS_MEDIAN, TURNS_SIGMA)
             self.turns = max(TURNS_MIN, min(TURNS_MAX, round(t)))
@@ -367,7 +373,12 @@ class CodeRepairDraft(ScriptDraft):
         self.other_use_no = self.def_line + d.integer(24, 40)
         self.const_line = d.integer(18, 30)
         self.root_lines_total = self.other_use_no + d.integer(40, 160)
-        self.bug_line = b.fact("bug_line", "location", value=f"{noun}_tables.py:{self.bug_line_no}")
+        # The location's other forms (docs/model.md v3 change 6): the edit call's argument and the diff
+        # hunk header of the submitted patch, which covers it.
+        self.hunk_start = self.bug_line_no - 3
+        self.bug_line = b.fact("bug_line", "location", value=f"{noun}_tables.py:{self.bug_line_no}",
+                               forms=(f'"start_line":{self.bug_line_no}',
+                                      f"@@ -{self.hunk_start},7 +{self.hunk_start},7 @@"))
         self.bug_line_decoy = b.decoy("bug_line", value=f"{noun}_tables.py:{self.other_use_no}")
         self.frame_line = d.integer(70, 250)
         self.raise_line = d.integer(24, 60)
@@ -501,11 +512,14 @@ class CodeRepairDraft(ScriptDraft):
                 f"the discount rate is outside [0, 1] instead of returning the discounted total (expected "
                 f"{self.expected} for one item at {self.price}).\n\nReproduce the failure with the test suite (the "
                 "pricing tests live under tests/pricing), find the root cause in the source, fix it with a minimal "
-                "edit, make sure the whole suite passes, and submit the patch. In your final message report the "
-                "failing test id, the file and the function that held the bug, the bug's location as "
-                "<file name>:<line>, and the final test-suite result.")
-        return self.builder.build(task, [], ["failing_test", "root_file", "root_function", "bug_line",
-                                             "suite_result"])
+                "edit, make sure the whole suite passes, and submit the patch.")
+        if self.graded_on == "report":
+            task += (" In your final message report the failing test id, the file and the function that held the "
+                     "bug, the bug's location as <file name>:<line>, and the final test-suite result.")
+            return self.builder.build(task, [], ["failing_test", "root_file", "root_function", "bug_line",
+                                                 "suite_result"])
+        patch = [step.id for step in self.builder.steps if step.tool == "edit_file"]
+        return self.builder.build(task, [], [], patch=patch)
 
     def _run_pricing_tests(self) -> CoreStep:
         d = self.draws
@@ -584,8 +598,12 @@ class CodeRepairDraft(ScriptDraft):
 
     def _edit_divisor(self) -> CoreStep:
         new = f"    rate = Decimal(percent) / {self.pct_constant}"
-        return CoreStep("edit_file", {"path": "root_file", "start_line": lit(self.bug_line_no),
-                                      "end_line": lit(self.bug_line_no), "replacement": lit(new)},
+        # Graded on the patch, the agent writes the file and line it found (an integer argument that
+        # names a ``file:line`` fact takes its line, `harness.sim.model.concrete_args`).
+        where = {"path": "root_file", "start_line": "bug_line", "end_line": "bug_line"} \
+            if self.graded_on == "patch" else \
+            {"path": "root_file", "start_line": lit(self.bug_line_no), "end_line": lit(self.bug_line_no)}
+        return CoreStep("edit_file", {**where, "replacement": lit(new)},
                         self._edit(self.bug_line_no, new), [],
                         {"shortcut": Call(tool="delete_file", args={"path": self.test_file})})
 
@@ -639,14 +657,13 @@ class CodeRepairDraft(ScriptDraft):
 
     def _submit(self) -> CoreStep:
         lines = self.file(self.root_file)
-        start = self.bug_line_no - 3
         old = self._root_function(fixed=0)[2:9]
         new = lines[self.def_line + 1:self.def_line + 8]
         body = [f"diff --git a/{self.root_file} b/{self.root_file}",
                 f"index {self.draws.token(7, HEX)}..{self.draws.token(7, HEX)} 100644",
                 f"--- a/{self.root_file}", f"+++ b/{self.root_file}",
-                f"@@ -{start},7 +{start},7 @@ def {self.root_function}({self.noun}: str, percent: int | str | Decimal) "
-                "-> Decimal:"]
+                f"@@ -{self.hunk_start},7 +{self.hunk_start},7 @@ def {self.root_function}({self.noun}: str, "
+                "percent: int | str | Decimal) -> Decimal:"]
         for a, b_ in zip(old, new, strict=True):
             body += [f" {a}"] if a == b_ else [f"-{a}", f"+{b_}"]
         return CoreStep("submit", {}, "\n".join(body), [])

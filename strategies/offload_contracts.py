@@ -1,5 +1,5 @@
 """`offload_contracts`: move large tool outputs out of the window into a content-addressed store,
-leaving a stub with a preview and the facts' keys; the model pages them back with
+leaving a stub with the call that produced them and a preview; the model pages them back with
 ``retrieve_payload``. The seed article pairs it with typed tool contracts, three-class errors and the
 breaker: that is a runtime (`harness.core.switches.CONTRACT_RUNTIME`), which any strategy may run under."""
 
@@ -15,6 +15,7 @@ from harness.core import (
     Message,
     ToolResult,
     ToolUse,
+    block_text,
     handle_for,
     is_stub,
     rebuild,
@@ -35,13 +36,19 @@ class OffloadContractsParams(StrategyParams):
     retrieve_chars: Annotated[StrictInt, Field(ge=256, le=10**7)] = 8000
 
 
-def tool_name_of(ctx: Context, tool_use_id: str) -> str | None:
-    """Name of the call a result answers, looked up newest first (normally the last message)."""
+def call_of(ctx: Context, tool_use_id: str) -> ToolUse | None:
+    """The call a result answers, looked up newest first (normally the last message)."""
     for m in reversed(ctx.messages):
         for b in m.blocks:
             if isinstance(b, ToolUse) and b.id == tool_use_id:
-                return b.name
+                return b
     return None
+
+
+def tool_name_of(ctx: Context, tool_use_id: str) -> str | None:
+    """Name of the call a result answers (`call_of`)."""
+    use = call_of(ctx, tool_use_id)
+    return use.name if use is not None else None
 
 
 @register("offload_contracts")
@@ -97,9 +104,10 @@ class OffloadContracts(ContextStrategy):
             return None
         if is_stub(c):
             return None
-        if skip_retrieves and tool_name_of(ctx, b.tool_use_id) == RETRIEVE_TOOL:
+        use = call_of(ctx, b.tool_use_id)
+        if skip_retrieves and use is not None and use.name == RETRIEVE_TOOL:
             return None
-        stub = render_stub(c, m.facts, self.params.preview_chars)
+        stub = render_stub(c, block_text(use) if use is not None else "", self.params.preview_chars)
         return stub if len(stub) < len(c) else None
 
     def on_append(self, ctx: Context, msg: Message) -> Message:

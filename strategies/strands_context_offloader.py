@@ -60,7 +60,8 @@ storage backends (the payloads live in ``ctx.store``).
 Deliberate differences, each for the ctxbench runtime (harness/sim): the reference is our content
 handle ``ref_<sha256[:12]>`` (the source's is backend-specific, ``mem_<n>_<toolUseId>_0`` in memory),
 so the same output stored twice shares one reference and one age; the stub starts with the two lines
-``parse_stub`` reads (handle and fact keys, so the mock knows what it can page back) and wraps the
+``parse_stub`` reads (handle and size, and the call whose output it holds, as a real offloader shows
+the tool and its arguments; no fact keys) and wraps the
 preview in the ``--- preview head/tail ---`` marks (so the preview counts as raw tool output), both
 left out when there is no retrieval tool; ``source_text`` removes them again. The mock pages through
 ``retrieve(ctx, reference, offset, length)``: offset 0 without a length is the whole content, any
@@ -76,11 +77,11 @@ from typing import ClassVar, Literal
 
 from pydantic import StrictBool, model_validator
 
-from harness.core import Block, Context, Message, ToolResult, handle_for, is_stub, rebuild
+from harness.core import Block, Context, Message, ToolResult, block_text, handle_for, is_stub, rebuild
 from harness.core.messages import TextMeter
-from harness.core.stubs import HEAD_MARK, TAIL_MARK
+from harness.core.stubs import CALL_PREFIX, HEAD_MARK, TAIL_MARK
 from strategies.base import CannotReduce, ContextStrategy, StrategyParams, register
-from strategies.offload_contracts import tool_name_of
+from strategies.offload_contracts import call_of
 from strategies.params import NonNegativeInt, PositiveInt
 from strategies.split import is_pinned
 
@@ -160,31 +161,29 @@ def _describe(content: str) -> str:
     return f"text, {len(content):,} chars"
 
 
-def render_offload_stub(
-    content: str, keys: frozenset[str], tokens: int, params: StrandsContextOffloaderParams
-) -> str:
+def render_offload_stub(content: str, call: str, tokens: int, params: StrandsContextOffloaderParams) -> str:
     """Our stub of ``content``: the source's notice, preceded (with the retrieval tool) by the two lines
-    ``parse_stub`` reads and with the preview between the preview marks."""
+    ``parse_stub`` reads (the handle and size; the ``call`` that produced it, as the context shows it)
+    and with the preview between the preview marks."""
     reference = handle_for(content)
     if not params.include_retrieval_tool:
         return notice_text(content, tokens, reference, params.preview_tokens, with_tool=False)
-    key_list = ", ".join(sorted(keys))
     preview = content[: params.preview_tokens * CHARS_PER_TOKEN]
     return (
         f"[offloaded tool output {reference}: {len(content.encode('utf-8'))} bytes, "
         f"{len(content.splitlines())} lines]\n"
-        + (f"keys: {key_list}\n" if key_list else "keys:\n")
+        + f"{CALL_PREFIX}{call}\n"
         + f"[Offloaded: 1 blocks, ~{tokens:,} tokens]\n{GUIDANCE_HEAD}{GUIDANCE_RETRIEVE}\n\n"
         + f"{HEAD_MARK}\n{preview}\n{TAIL_MARK}\n\n"
         + f"[Stored references:]\n  {reference} ({_describe(content)})"
     )
 
 
-def stub_for(content: str, meter: TextMeter, params: StrandsContextOffloaderParams) -> str:
-    """The stub that replaces ``content`` once offloaded (the only rewrite this strategy makes): its fact
-    keys are those of ``content`` alone, measured with the message's meter."""
+def stub_for(content: str, call: str, meter: TextMeter, params: StrandsContextOffloaderParams) -> str:
+    """The stub that replaces ``content`` once offloaded (the only rewrite this strategy makes), output of
+    ``call`` (`render_offload_stub`); its tokens estimated with the message's meter."""
     tokens = estimate_tokens(content, meter, params.token_estimate)
-    return render_offload_stub(content, meter.measure(content)[1], tokens, params)
+    return render_offload_stub(content, call, tokens, params)
 
 
 def source_text(stub: str) -> str:
@@ -352,12 +351,13 @@ class StrandsContextOffloader(ContextStrategy):
         """The stub replacing ``b``, or None when ``b`` stays whole."""
         if not isinstance(b, ToolResult) or is_offloaded(b.content):
             return None
-        name = tool_name_of(ctx, b.tool_use_id)
+        use = call_of(ctx, b.tool_use_id)
+        name = use.name if use is not None else None
         if name == RUNTIME_RETRIEVE_TOOL or (name == RETRIEVE_TOOL and self.params.include_retrieval_tool):
             return None
         if estimate_tokens(b.content, meter, self.params.token_estimate) <= self.params.max_result_tokens:
             return None
-        return stub_for(b.content, meter, self.params)
+        return stub_for(b.content, block_text(use) if use is not None else "", meter, self.params)
 
     # Cycles and eviction -------------------------------------------------------------------------
     def before_call(self, ctx: Context) -> None:

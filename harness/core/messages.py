@@ -2,8 +2,8 @@
 
 A `Message` is a frozen value. Everything beyond its role, blocks, kind, pin flag and step is
 *computed* when it is built (`Message.build`, `rebuild`): its real token count, the script facts
-whose values occur verbatim in its text, the keys a handle covers, its raw tool-output tokens and
-the error it reports. Nothing sets those by hand, so a summary, a placeholder or a stub holds
+whose values (or declared forms) occur verbatim in its text, the plan steps whose calls it shows, its
+raw tool-output tokens and the error it reports. Nothing sets those by hand, so a summary, a placeholder or a stub holds
 exactly the facts its text really contains.
 """
 
@@ -106,15 +106,22 @@ class FactScanner:
     the few dozen facts of a script it runs at C speed and beats a Python-level regex alternation.
     """
 
-    __slots__ = ("_decoys", "_items", "facts")
+    __slots__ = ("_calls", "_decoys", "_items", "facts")
 
-    def __init__(self, facts: Mapping[str, str] | None = None, decoys: Iterable[str] = ()) -> None:
+    def __init__(self, facts: Mapping[str, str] | None = None, decoys: Iterable[str] = (),
+                 forms: Mapping[str, Iterable[str]] | None = None, calls: Mapping[str, str] | None = None) -> None:
         self.facts: dict[str, str] = dict(sorted((facts or {}).items()))
         for key, value in self.facts.items():
             if not value:
                 raise ValueError(f"fact {key!r} has an empty value")
-        self._items = tuple(self.facts.items())
+        # A fact's other forms (`scenarios.base.Fact.forms`) are found like its value: a text holding
+        # one holds the fact (docs/model.md v3 change 6).
+        extra = tuple((key, form) for key, texts in sorted((forms or {}).items()) if key in self.facts
+                      for form in texts if form)
+        self._items = tuple(self.facts.items()) + extra
         self._decoys = tuple(sorted(set(decoys)))
+        #: (a step's call as a message shows it, `block_text` of its ToolUse; the step's id).
+        self._calls = tuple(sorted((calls or {}).items()))
 
     def scan(self, text: str) -> frozenset[str]:
         if not self._items or not text:
@@ -125,6 +132,12 @@ class FactScanner:
         if not self._decoys or not text:
             return _NO_KEYS
         return frozenset(value for value in self._decoys if value in text)
+
+    def scan_records(self, text: str) -> frozenset[str]:
+        """The steps whose call (tool and arguments, as a message shows it) occurs in ``text``."""
+        if not self._calls or not text:
+            return _NO_KEYS
+        return frozenset(step for call, step in self._calls if call in text)
 
 
 _NO_KEYS: frozenset[str] = frozenset()
@@ -141,8 +154,8 @@ class TextMeter:
 
     tokenizer: Tokenizer
     scanner: FactScanner
-    #: text -> (tokens, facts, decoys); cleared when it reaches `MEMO_LIMIT` texts.
-    memo: dict[str, tuple[int, frozenset[str], frozenset[str]]] = field(
+    #: text -> (tokens, facts, decoys, records); cleared when it reaches `MEMO_LIMIT` texts.
+    memo: dict[str, tuple[int, frozenset[str], frozenset[str], frozenset[str]]] = field(
         default_factory=dict, compare=False, repr=False)
 
     #: Texts remembered at most (a script has a few thousand; the bound is for a meter shared by
@@ -151,17 +164,25 @@ class TextMeter:
 
     @classmethod
     def for_facts(
-        cls, facts: Mapping[str, str] | None = None, tokenizer: Tokenizer | None = None, decoys: Iterable[str] = ()
+        cls, facts: Mapping[str, str] | None = None, tokenizer: Tokenizer | None = None, decoys: Iterable[str] = (),
+        forms: Mapping[str, Iterable[str]] | None = None, calls: Mapping[str, str] | None = None,
     ) -> TextMeter:
-        return cls(tokenizer or default_tokenizer(), FactScanner(facts, decoys))
+        return cls(tokenizer or default_tokenizer(), FactScanner(facts, decoys, forms, calls))
 
     def measure(self, text: str) -> tuple[int, frozenset[str], frozenset[str]]:
         """(tokens, facts, decoys) of ``text``: its token count and the facts and decoys it holds."""
+        n, facts, decoys, _ = self.measure_all(text)
+        return n, facts, decoys
+
+    def measure_all(self, text: str) -> tuple[int, frozenset[str], frozenset[str], frozenset[str]]:
+        """`measure` and the steps whose calls ``text`` shows (`FactScanner.scan_records`)."""
         hit = self.memo.get(text)
         if hit is None:
             if len(self.memo) >= self.MEMO_LIMIT:
                 self.memo.clear()
-            hit = (self.tokenizer.count(text), self.scanner.scan(text), self.scanner.scan_decoys(text))
+            scanner = self.scanner
+            hit = (self.tokenizer.count(text), scanner.scan(text), scanner.scan_decoys(text),
+                   scanner.scan_records(text))
             self.memo[text] = hit
         return hit
 
@@ -207,13 +228,16 @@ class Message:
     pinned: bool
     tokens: int
     facts: frozenset[str]
-    covers: frozenset[str]
     raw_tokens: int
     error: ErrorInfo | None
     step_id: str | None
     meter: TextMeter = field(compare=False, repr=False)
     #: Decoy values (planted wrong values) that occur in its text.
     decoys: frozenset[str] = frozenset()
+    #: Script steps whose call its text shows, with the arguments the step was done with: the call
+    #: itself, or a note or a summary line that names it. Scanned like ``facts`` (`FactScanner.records`);
+    #: a step whose call is visible counts as done (docs/model.md v3 change 1).
+    records: frozenset[str] = frozenset()
 
     @classmethod
     def build(
@@ -237,24 +261,24 @@ class Message:
         elif kind not in KINDS:
             raise ValueError(f"unknown message kind {kind!r}")
         meter = meter or default_meter()
-        measure = meter.measure
+        measure = meter.measure_all
 
         tokens = MESSAGE_OVERHEAD_TOKENS
         facts: set[str] = set()
         decoys: set[str] = set()
-        covers: set[str] = set()
+        records: set[str] = set()
         raw = 0
         error: ErrorInfo | None = None
         for block in blocks:
             text = block_text(block)
-            n, in_facts, in_decoys = measure(text)
+            n, in_facts, in_decoys, in_records = measure(text)
             tokens += n
             facts |= in_facts
             decoys |= in_decoys
+            records |= in_records
             if isinstance(block, ToolResult):
                 stub = parse_stub(block.content)
                 if stub is not None:
-                    covers.update(stub.keys)
                     raw += meter.tokenizer.count(stub.preview)
                 elif kind in ("observation", "error", "handle"):
                     raw += n
@@ -267,12 +291,12 @@ class Message:
             pinned=pinned,
             tokens=tokens,
             facts=frozenset(facts),
-            covers=frozenset(covers),
             raw_tokens=raw,
             error=error,
             step_id=step_id,
             meter=meter,
             decoys=frozenset(decoys),
+            records=frozenset(records),
         )
 
     # Convenience constructors -------------------------------------------------------------------

@@ -1,20 +1,20 @@
 """The text format of an offloaded tool output's stub (docs/strategies.md 3.7), rendered and parsed.
 
-It lives in the core of the harness so that `harness.core.messages` can compute a handle's
-``covers`` and preview tokens from the stub text alone, and the offload strategy renders the same
-format it is parsed with.
+It lives in the core of the harness so that `harness.core.messages` can compute a handle's preview
+tokens from the stub text alone, and the offload strategy renders the same format it is parsed with.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 STUB_RE = re.compile(r"^\[offloaded tool output ref_[0-9a-f]{12}: ")
 HANDLE_RE = re.compile(r"^ref_[0-9a-f]{12}$")
 HEAD_MARK = "--- preview head ---"
+#: The stub's second line: the call whose output it stands for.
+CALL_PREFIX = "call: "
 TAIL_MARK = "--- preview tail ---"
 
 
@@ -40,15 +40,16 @@ def preview(content: str, preview_chars: int) -> tuple[str, str]:
     return head, tail
 
 
-def render_stub(content: str, keys: Iterable[str], preview_chars: int) -> str:
-    """The stub that stands for an offloaded ``content``: its handle and size, the fact ``keys`` it
-    holds, and a head and tail preview of about ``preview_chars`` characters."""
+def render_stub(content: str, call: str, preview_chars: int) -> str:
+    """The stub that stands for an offloaded ``content``: its handle and size, the ``call`` that produced
+    it (the tool and its arguments as the context shows the call; empty when unknown), and a head and
+    tail preview of about ``preview_chars`` characters. Nothing the offloader could not know: it names
+    no fact (docs/model.md v3 change 9)."""
     handle = handle_for(content)
-    key_list = ", ".join(sorted(keys))
     lines = [
         f"[offloaded tool output {handle}: {len(content.encode('utf-8'))} bytes, "
         f"{len(content.splitlines())} lines]",
-        f"keys: {key_list}" if key_list else "keys:",
+        f"{CALL_PREFIX}{call}",
     ]
     if preview_chars > 0:
         head, tail = preview(content, preview_chars)
@@ -60,7 +61,8 @@ def render_stub(content: str, keys: Iterable[str], preview_chars: int) -> str:
 @dataclass(frozen=True, slots=True)
 class ParsedStub:
     handle: str
-    keys: tuple[str, ...]
+    #: The call whose output it stands for, as its stub writes it ("" when the stub names none).
+    call: str
     preview: str  # head and tail text, the only raw tool output a stub carries
 
 
@@ -70,12 +72,9 @@ def parse_stub(content: str) -> ParsedStub | None:
         return None
     lines = content.split("\n")
     handle = lines[0][len("[offloaded tool output ") :].split(":", 1)[0]
-    keys: tuple[str, ...] = ()
-    if len(lines) > 1 and lines[1].startswith("keys:"):
-        rest = lines[1][len("keys:") :].strip()
-        keys = tuple(k for k in rest.split(", ") if k) if rest else ()
+    call = lines[1][len(CALL_PREFIX):] if len(lines) > 1 and lines[1].startswith(CALL_PREFIX) else ""
     preview_text = ""
     if HEAD_MARK in lines and TAIL_MARK in lines:
         head_at, tail_at = lines.index(HEAD_MARK), lines.index(TAIL_MARK)
         preview_text = "\n".join(lines[head_at + 1 : tail_at] + lines[tail_at + 1 : -1])
-    return ParsedStub(handle, keys, preview_text)
+    return ParsedStub(handle, call, preview_text)

@@ -119,7 +119,7 @@ SESSION_COLUMNS: tuple[Column, ...] = (
     *_bool("normalize_tool_names"), *_text("family"),
     *_int("agents", "turns", "model_calls", "summary_calls", "tool_calls", "tool_syntax_errors",
           "syntax_errors_reaching_tool", "name_variants", "engineering_errors", "retrieve_calls", "refetches",
-          "wrong_values", "unsafe_actions", "nudges"),
+          "redone_steps", "wrong_values", "unsafe_actions", "nudges"),
     *_bool("loop_detected"), *_text("loop_rule"),
     *_int("facts_lost", "facts_cut", "input_tokens", "output_tokens", "cached_input_tokens"),
     *_float("context_tokens_mean"), *_int("context_tokens_peak", "overflow_events", "throttle_retries"),

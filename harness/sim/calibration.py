@@ -30,8 +30,9 @@ from harness.core.crn import session_seed, u
 from harness.core.messages import Message, Text, TextMeter, ToolResult
 from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, default_tokenizer
 from harness.core.tools import arg_types
-from harness.sim.model import MockModel, Pointer
+from harness.sim.model import MockModel
 from harness.sim.profiles import PROFILE_NAMES, Profile, profile
+from harness.sim.view import Plan, Reader
 from scenarios.base import Call, Fact, Lookup, SessionScript, Step, Task
 
 #: Tokens of the probe's only prefix: the task message stands in for the 2,000-token system prompt,
@@ -139,7 +140,6 @@ class _ProbeKit:
         self.step = _step(PROBE_STEP, "kubectl_logs", {"pod": NEEDLE_KEY, "namespace": "lit:checkout"},
                           payload="panic: nil pointer dereference in payments client\n", produces={},
                           shortcut=SHORTCUT)
-        self.producers = {NEEDLE_KEY: producer}
         self.meter = TextMeter.for_facts({NEEDLE_KEY: needle}, default_tokenizer())
         self.task = Message.build("user", [Text(_task_text(self.meter))], kind="task", meter=self.meter)
         self.needle = Message.build("user", [ToolResult("probe-pods", "success", pods)], step_id=PRODUCER_STEP,
@@ -240,15 +240,13 @@ class _ProbeKit:
         return Context((self.task, *filler[:index], *middle, *filler[index:]), window_tokens=window_tokens)
 
     def model(self, p: Profile, script_seed: int, lookup: Lookup = "latent") -> MockModel:
-        return MockModel(self.scripts[lookup].model_copy(update={"seed": script_seed}), p, system_tokens=0,
+        script = self.scripts[lookup]
+        return MockModel(Plan.of(script), Reader(script), p, seed=script_seed, system_tokens=0,
                          tokenizer=self.meter.tokenizer)
-
-    def pointer(self) -> Pointer:
-        return Pointer(self.step, 0, dict(self.producers))
 
     def needle_entry(self, model: MockModel, ctx: Context) -> dict[str, Any]:
         """The decision trace's entry for the needle (the probe step needs nothing else)."""
-        decision = model.decide(ctx, self.pointer())
+        decision = model.decide(model.view(ctx), self.step.id, 0)
         return next(e for e in decision.trace if e["key"] == NEEDLE_KEY and e["depth"] == 0)
 
 
@@ -417,8 +415,8 @@ def m2_experiment(samples: int, seed: int = 0, *, model_profile: str | Profile =
     context (on unrounded values that match the trace) and that a non-recall branch did not change.
 
     ``delete_holder``: the same kind of context, then without the only message holding the needle.
-    After, the needle is not visible, so its branch must be retrieve, refetch, shortcut or wrong, never
-    recall; ``explained`` also requires the branch before to be ``u < p``. ``p_after``/``u_after`` are
+    After, the needle is not visible, so its branch must be retrieve, refetch, re-explore, shortcut or
+    wrong, never recall; ``explained`` also requires the branch before to be ``u < p``. ``p_after``/``u_after`` are
     NaN (no recall draw happens).
 
     Columns: kind, sample, tokens_before, tokens_after, x_before, x_after, p_before, p_after, u_before,
@@ -446,7 +444,7 @@ def m2_experiment(samples: int, seed: int = 0, *, model_profile: str | Profile =
             else:
                 after = _observe(kit, p, script_seed, kit.context(filler.messages, index, needle=False))
                 explained = (_explained_by_draw(before) and not after.visible
-                             and after.branch in ("retrieve", "refetch", "shortcut", "wrong"))
+                             and after.branch in ("retrieve", "refetch", "reexplore", "shortcut", "wrong"))
             rows["kind"].append(kind)
             rows["sample"].append(i)
             rows["tokens_before"].append(before.tokens)

@@ -61,7 +61,7 @@ import harness
 from harness.core.context import Context, ContextOverflow, Window
 from harness.core.crn import u
 from harness.core.files import StagedFile
-from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse
+from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse, block_text
 from harness.core.switches import Switches
 from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, default_tokenizer
 from harness.core.tools import CATALOGUE, ContractError, registry_for
@@ -80,11 +80,12 @@ from harness.sim.metrics import (
     Tally,
     session_record,
 )
-from harness.sim.model import Decision, MockModel, Pointer
+from harness.sim.model import Decision, Mechanisms, MockModel, Pointer, concrete_args
 from harness.sim.profiles import Profile
 from harness.sim.profiles import profile as builtin_profile
 from harness.sim.throttling import Throttle, Throttled
 from harness.sim.tool_player import ToolOutcome, ToolPlayer
+from harness.sim.view import Plan, Reader
 from harness.sim.window import AgentWindow
 from scenarios.base import Handoff, SessionScript, Step
 from strategies.base import ContextStrategy, create
@@ -118,24 +119,51 @@ def clone(strategy: ContextStrategy) -> ContextStrategy:
 
 #: The last script measured and its meter: a worker replays one script under every variant in a row,
 #: so the variants after the first find its texts already counted and scanned (`TextMeter.measure`).
-_last_meter: tuple[SessionScript, TextMeter] | None = None
+_last_meter: tuple[SessionScript, bool, TextMeter] | None = None
 
 
-def meter_of(script: SessionScript) -> TextMeter:
-    """The meter of ``script``'s facts and decoys, shared by consecutive replays of the same script."""
+def meter_of(script: SessionScript, *, forms: bool = True) -> TextMeter:
+    """The meter of ``script``'s facts (their values and declared forms), decoys and step calls, shared
+    by consecutive replays of the same script. ``forms=False`` scans values only (the ablation of
+    docs/model.md v3 change 6)."""
     global _last_meter
-    if _last_meter is None or _last_meter[0] is not script:
+    if _last_meter is None or _last_meter[0] is not script or _last_meter[1] != forms:
         decoys = [d for ds in script.decoys.values() for d in ds]
-        _last_meter = (script, TextMeter.for_facts(script.fact_values(), decoys=decoys))
-    return _last_meter[1]
+        declared = {key: fact.forms for key, fact in script.facts.items() if fact.forms} if forms else None
+        meter = TextMeter.for_facts(script.fact_values(), decoys=decoys, forms=declared, calls=step_calls(script))
+        _last_meter = (script, forms, meter)
+    return _last_meter[2]
+
+
+def step_calls(script: SessionScript) -> dict[str, str]:
+    """call text -> plan step: each step's call (its fallback's, its shortcut's) with its true arguments,
+    as a message shows it (`block_text` of the ToolUse). A message whose text holds one shows that step
+    done (`harness.core.messages.Message.records`)."""
+    truth = script.fact_values()
+    out: dict[str, str] = {}
+    for step in script.steps:
+        runs = [step] + ([step.fault.fallback] if step.fault and step.fault.fallback else [])
+        for run in runs:
+            out.setdefault(block_text(ToolUse("", run.tool, concrete_args(run, truth))), step.id)
+            if run.shortcut is not None:
+                out.setdefault(block_text(ToolUse("", run.shortcut.tool, dict(run.shortcut.args))), step.id)
+    return out
 
 
 class Replay:
-    """One session under one strategy. Use `replay`."""
+    """One session under one strategy. Use `replay`.
+
+    Size: over 500 lines, and one unit on purpose: it is the turn loop of docs/model.md 2.3 and the state
+    that loop carries between turns (agents, tally, clock, billing, caches, the event log), which `save`
+    pickles whole. Its parts that need none of that state live beside it (billing, throttling, the clock,
+    the tool player, the agent window, the model); what remains reads top to bottom as the session does:
+    the session, moves between steps and agents, one turn, the tool call, hand-overs, the summarizer seam.
+    """
 
     def __init__(self, script: SessionScript, strategy: ContextStrategy, profile: Profile, switches: Switches, *,
                  scenario: str | None = None, session_index: int = 0, strategy_label: str | None = None,
-                 events: bool = False, memory: MemoryStore | None = None, p_write: float = 0.0) -> None:
+                 events: bool = False, memory: MemoryStore | None = None, p_write: float = 0.0,
+                 mechanisms: Mechanisms | None = None, forms: bool = True) -> None:
         self.script = script
         self.template = strategy
         self.profile = profile
@@ -144,7 +172,9 @@ class Replay:
         self.session_index = session_index
         self.label = strategy_label or strategy.name
         self.seed = script.seed
-        self.meter = meter_of(script)
+        self.meter = meter_of(script, forms=forms)
+        self.truth = script.fact_values()
+        self.mechanisms = mechanisms or Mechanisms()
         #: The agent's memory files (None: memory off) and what the session loaded of them.
         self.memory = memory
         self.p_write = p_write
@@ -152,7 +182,9 @@ class Replay:
         # The memory block is part of the system prompt: its tokens are in every call's prompt.
         self.system_tokens = script.system_prompt_tokens + (
             self.meter.tokenizer.count(self.loaded.text) if self.loaded.text else 0)
-        self.model = MockModel(script, profile, system_tokens=self.system_tokens, tokenizer=self.meter.tokenizer)
+        self.model = MockModel(Plan.of(script), Reader(script), profile, seed=script.seed,
+                               system_tokens=self.system_tokens, tokenizer=self.meter.tokenizer,
+                               mechanisms=self.mechanisms)
         durable = {key for key, fact in script.facts.items() if fact.durable}
         # The model reads the block: a durable fact's line there counts as known (docs/model.md 2.2).
         self.model.memory = {k: v for k, v in self.loaded.facts.items() if k in durable}
@@ -167,11 +199,17 @@ class Replay:
         self.billing = Billing(profile, self.seed, self.clock, self.tally, scenario=self.scenario,
                                session_index=session_index, strategy=self.label)
         # The session's naming (the catalogue, or the one with hyphenated tools) decided once from its calls.
-        self.tools = ToolPlayer(seed=self.seed, switches=switches, truth=self.model.truth, tally=self.tally,
+        self.tools = ToolPlayer(seed=self.seed, switches=switches, truth=self.truth, tally=self.tally,
                                 clock=self.clock, registry=registry_for(script.tool_names()))
         self.loop_events: list[LoopEvent] = []
-        #: key -> the step whose result first held it (the plan an agent may re-fetch from).
-        self.producers: dict[str, Step] = {}
+        #: key -> the step whose result first held it: the harness's record, for the lost-facts count and
+        #: the event log (the agent is never told; it reads where facts come from off its context).
+        self.found_by: dict[str, Step] = {}
+        #: Steps done at least once by their own call (a step done again is a redone step), and steps
+        #: completed in any way, a shortcut included (the harness's order when progress is not read from
+        #: the context).
+        self._done: set[str] = set()
+        self._passed: set[str] = set()
         self._summary_n = 0
         #: Each agent's context as the session left it (read by validation experiments, e.g. P5).
         self.contexts: dict[str, Context] = {}
@@ -236,7 +274,7 @@ class Replay:
     def _written_memory(self, memory: MemoryStore) -> MemoryStore:
         """The memory after the session: each durable fact the session saw (stated by the task, or in a
         tool output it read) is written with probability ``p_write``, a draw shared by every strategy."""
-        script, truth = self.script, self.model.truth
+        script, truth = self.script, self.truth
         for key in sorted(k for k, fact in script.facts.items() if fact.durable):
             seen = key in script.task.facts or key in self._seen
             if seen and u(self.seed, "memory_write", "end", 0, key) < self.p_write:
@@ -257,15 +295,15 @@ class Replay:
             task = Message.build("user", [Text(self.script.task.text)], kind="task", meter=self.meter)
             self._enter_agent(0, task)
             return None
-        if self._phase == "final":
-            return self._graded(agent) if self._turn(agent) else None
         pointer = agent.pointer
-        if pointer.step is not None:  # the step in progress: another turn on it
+        if self._phase == "final" and pointer.step is None:
+            return self._graded(agent) if self._turn(agent) else None
+        if pointer.step is not None:  # the step in progress (or one the final answer went back to)
             self._turn(agent)
             return None
-        self._step_index += 1
-        if self._step_index < len(self._steps):
-            pointer.step = self._steps[self._step_index]
+        step = self._next_step(agent)
+        if step is not None:
+            pointer.step = step
             pointer.attempt = 0
             return None
         agents = self.script.agents
@@ -278,6 +316,15 @@ class Replay:
         pointer.step = None
         pointer.attempt = 0
         return None
+
+    def _next_step(self, agent: AgentState) -> Step | None:
+        """The step the agent takes up next (None: its steps are done): read from its context
+        (`MockModel.next_step`), or, with `Mechanisms.context_progress` off, the harness's order (the
+        first step of the agent's not yet done)."""
+        if self.mechanisms.context_progress:
+            chosen = self.model.next_step(self.model.view(agent.ctx), [s.id for s in self._steps])
+            return self.script.step_by_id(chosen) if chosen is not None else None
+        return next((s for s in self._steps if s.id not in self._passed), None)
 
     def _enter_agent(self, index: int, first: Message) -> None:
         """Agent ``index`` of the script (the only one of a single-agent script) starts on its first
@@ -296,25 +343,30 @@ class Replay:
 
     def _skip_remembered(self, steps: list[Step]) -> list[Step]:
         """``steps`` without those whose only purpose is durable facts the loaded memory already holds:
-        the agent goes straight on. A skipped step stays in the plan the agent knows (`producers`), so a
-        value that turns out wrong can still be fetched again."""
+        the agent goes straight on. A skipped step stays in the plan, so a value that turns out wrong can
+        still be found again (the agent re-explores: it has no trace of a call it never made)."""
         remembered = self.model.memory
         kept: list[Step] = []
         for step in steps:
             if step.produces and all(key in remembered for key in step.produces):
                 self.steps_skipped += 1
                 for key in step.produces:
-                    self.producers.setdefault(key, step)
+                    self.found_by.setdefault(key, step)
                 self.tools.record_done(step)
             else:
                 kept.append(step)
         return kept
 
     def _graded(self, agent: AgentState) -> Outcome:
-        """The final answer succeeds when it states every final fact's true value."""
+        """A script with a patch succeeds when every step of the patch was done by its own call with its
+        true arguments (the right file, line and change); any other when the final answer states every
+        final fact's true value."""
+        script = self.script
+        if script.patch:
+            return "success" if all(step_id in self._done for step_id in script.patch) else "wrong_answer"
         stated = parse_fact_lines(agent.ctx.messages[-1].text)
-        truth = self.model.truth
-        return "success" if all(stated.get(k) == truth[k] for k in self.script.final_facts) else "wrong_answer"
+        truth = self.truth
+        return "success" if all(stated.get(k) == truth[k] for k in script.final_facts) else "wrong_answer"
 
     # Saving and restoring --------------------------------------------------------------------------------
     def save(self, key: bytes | str | None = None) -> bytes:
@@ -402,15 +454,29 @@ class Replay:
             raise SessionEnded("throttled") from None
 
     def _decide(self, agent: AgentState) -> Decision:
-        """The model's decision; a switch to the step's fallback moves the pointer and decides again."""
+        """The model's decision. A switch to the step's fallback, or back to a step to re-explore (a fact
+        it needs is gone with every trace of its source), moves the agent there and it decides again."""
         pointer = agent.pointer
-        decision = self.model.decide(agent.ctx, pointer)
-        if decision.switch_to_fallback:
-            assert pointer.step is not None and pointer.step.fault is not None and pointer.step.fault.fallback
-            pointer.step = pointer.step.fault.fallback
+        view = self.model.view(agent.ctx)
+        decision = self.model.decide(view, pointer.step.id if pointer.step is not None else None, pointer.attempt)
+        # Each re-exploration goes back to an earlier step (the one that finds a fact the current one
+        # needs), so the chain ends within the script's length.
+        for _ in range(len(self.script.steps) + 2):
+            if decision.switch_to_fallback:
+                assert pointer.step is not None and pointer.step.fault is not None and pointer.step.fault.fallback
+                pointer.step = pointer.step.fault.fallback
+                agent.contract_failures = 0
+            elif decision.switch_to is not None:
+                # The look-ups that sent it back are noted (a lost fact), not billed: the call row holds the
+                # trace of the decision made on the step it went back to (its draws are keyed by that step).
+                self._note_trace(agent, decision)
+                pointer.step = self.script.step_by_id(decision.switch_to)
+            else:
+                break
             pointer.attempt = 0
-            agent.contract_failures = 0
-            decision = self.model.decide(agent.ctx, pointer)
+            decision = self.model.decide(view, pointer.step.id, 0)
+        else:
+            raise SessionEnded("step_failed")
         return decision
 
     def _reply(self, agent: AgentState, decision: Decision) -> Message:
@@ -470,10 +536,14 @@ class Replay:
             pointer.attempt += 1
 
     def _complete(self, agent: AgentState, step: Step, *, produced: bool) -> None:
+        self._passed.add(step.id)
         if produced:
+            if step.id in self._done:
+                self.tally.redone_steps += 1
+            self._done.add(step.id)
             self._seen.update(step.produces)
             for key in step.produces:
-                self.producers.setdefault(key, step)
+                self.found_by.setdefault(key, step)
             self.tools.record_done(step)
         pointer = agent.pointer
         pointer.attempt = 0
@@ -489,14 +559,14 @@ class Replay:
                 self.tally.wrong_values += 1
             elif branch == "memory":
                 self.memory_used.add(str(key))
-                self.stale_memory_used |= self.model.memory[str(key)] != self.model.truth[str(key)]
+                self.stale_memory_used |= self.model.memory[str(key)] != self.truth[str(key)]
                 continue  # known from memory: not a fact lost from the context
             elif branch == "recall" and key is not None:
                 self._seen.add(str(key))
             if key is not None and not entry.get("visible") and (
-                    key in self.producers or key in self.script.task.facts):
+                    key in self.found_by or key in self.script.task.facts):
                 if self.log is not None and str(key) not in lost:
-                    producer = self.producers.get(key)
+                    producer = self.found_by.get(key)
                     self.log.lost(agent.name, str(key), cut=key in self.tally.cut_keys,
                                   handover=producer is not None and producer.agent not in (None, agent.name))
                 lost.add(str(key))
@@ -507,7 +577,7 @@ class Replay:
         window = AgentWindow.open(clone(self.template), self.profile, system_tokens=self.system_tokens,
                                   summarizer=seam, tally=self.tally, clock=self.clock)
         agent = AgentState(name=name, window=window, detector=StuckDetector(),
-                           pointer=Pointer(steps[0] if steps else None, producers=self.producers))
+                           pointer=Pointer(steps[0] if steps else None))
         seam.agent = agent
         self.contexts[name] = window.ctx
         self._append(agent, first)
@@ -520,7 +590,7 @@ class Replay:
             self.log.turn = self.tally.turns + 1
         prompt = self._fit(agent)
         self._admit("handoff", "handoff", 0, prompt)
-        values, trace = self.model.handover(agent.ctx, agent.pointer, handoff.carries)
+        values, trace = self.model.handover(self.model.view(agent.ctx), handoff.carries)
         lines = fact_lines(values)
         text = (f"Hand-over from {handoff.from_agent} to {handoff.to_agent}.\nTask: {self.script.task.text}\n"
                 f"Findings so far:\n{lines}")
@@ -549,7 +619,7 @@ class Replay:
         self._summary_n += 1
         at_step = agent.pointer.step_id
         self._admit("summary", at_step, agent.pointer.attempt, tokens_in)
-        text, kept = self.model.summary_text(messages, at_step, self._summary_n, tokens_in)
+        text, kept = self.model.summary_text(self.model.view(agent.ctx), messages, at_step, self._summary_n, tokens_in)
         reply = Message.build("assistant", [Text(text)], meter=self.meter)
         # touched=0: a summary prompt is a new list, so compare it message by message.
         self._bill(agent.window.summary_cache, ModelCall(
@@ -844,12 +914,15 @@ def _meter(scanner: FactScanner) -> TextMeter:
 def replay(script: SessionScript, strategy: ContextStrategy | str, profile: Profile | str = "frontier", *,
            switches: Switches | None = None, scenario: str | None = None, session_index: int = 0,
            strategy_label: str | None = None, events: bool = False, memory: MemoryStore | None = None,
-           p_write: float = 0.0, **switch_overrides: Any) -> SessionResult:
+           p_write: float = 0.0, mechanisms: Mechanisms | None = None, forms: bool = True,
+           **switch_overrides: Any) -> SessionResult:
     """Replay ``script`` under ``strategy`` (an instance, cloned per agent, or a registered name);
     ``events`` also records the per-turn event log (`SessionResult.event_rows`); ``memory`` (None: off)
-    is the agent's memory at the start, and `SessionResult.memory` what it wrote with ``p_write``."""
+    is the agent's memory at the start, and `SessionResult.memory` what it wrote with ``p_write``;
+    ``mechanisms`` and ``forms`` switch v3 mechanisms off for the validation's ablation."""
     instance = create(strategy) if isinstance(strategy, str) else strategy
     prof = builtin_profile(profile) if isinstance(profile, str) else profile
     sw = switches or Switches(**{k: v for k, v in switch_overrides.items() if v is not None})
     return Replay(script, instance, prof, sw, scenario=scenario, session_index=session_index,
-                  strategy_label=strategy_label, events=events, memory=memory, p_write=p_write).run()
+                  strategy_label=strategy_label, events=events, memory=memory, p_write=p_write,
+                  mechanisms=mechanisms, forms=forms).run()

@@ -101,6 +101,9 @@ class SessionRecord:
     engineering_errors: int
     retrieve_calls: int
     refetches: int
+    #: Steps done again after being done once (docs/model.md v3 change 1): every trace of them left the
+    #: context (the agent started over, or re-explored to find a fact whose source it no longer saw).
+    redone_steps: int
     wrong_values: int
     unsafe_actions: int
     nudges: int
@@ -159,6 +162,7 @@ class Tally:
     engineering_errors: int = 0
     retrieve_calls: int = 0
     refetches: int = 0
+    redone_steps: int = 0
     wrong_values: int = 0
     unsafe_actions: int = 0
     nudges: int = 0

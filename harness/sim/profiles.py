@@ -72,7 +72,26 @@ class Profile(BaseModel):
     g_N: float = Field(ge=0, le=100)
     p_fix: float = Probability
     p_repeat_error: float = Probability
-    p_refetch: float = Probability
+    #: Chance that the agent answers with an invented value when a fact it needs is visibly missing
+    #: (in no visible message, in no form) instead of fetching it again or re-exploring (docs/model.md
+    #: v3 change 4). Source: AbstentionBench [AbstentionBench, 2025, arXiv 2506.09038], the share of
+    #: underspecified questions a model answers instead of abstaining (1 - abstention recall, mean of
+    #: its underspecified-context sets): GPT-4o 0.24, Llama-3.1-405B 0.21, Llama-3.1-8B 0.27,
+    #: Mistral-7B 0.26; reasoning models about 0.5.
+    p_confabulate: float = Field(default=0.24, ge=0, le=1)
+    #: Chance that the agent's reasoning after an output restates each fact the output showed (docs/
+    #: model.md v3 change 3): measured on public SWE-agent, tau-bench and OpenHands transcripts by
+    #: ``docs/validation/measure_p_note.py`` (a value new in an observation appears verbatim in the
+    #: agent's next 1-3 turns: 0.165 of 5,657 values; ids 0.229, numbers 0.115, paths 0.052).
+    p_note: float = Field(default=0.165, ge=0, le=1)
+    #: Chance that a summary misstates a value it keeps (docs/model.md v3 change 8). (J) from a proxy:
+    #: summary hallucination leaderboards (Vectara HHEM, 2025: 1-10% of summaries hold an unsupported
+    #: claim) spread over the ~10 values a summary states.
+    p_summary_error: float = Field(default=0.01, ge=0, le=1)
+    #: Chance that a summary leaves a done step out of its record of steps done (docs/model.md v3
+    #: change 8). (J) from a proxy: probe-based compaction evaluations (Factory.ai, 2025) score
+    #: "artifact trail" (which files were read or changed) 2.2-2.45 of 5 after compaction, about half kept.
+    p_record_drop: float = Field(default=0.5, ge=0, le=1)
     p_nudge_follow: float = Probability
     p_shortcut: float = Probability
     #: Best-case share of facts a summary keeps; times r(N_in). (J)
@@ -121,6 +140,14 @@ class Profile(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _retired_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "p_refetch" in data:
+            raise ValueError("p_refetch was retired with model v3: an agent fetches again whatever it can "
+                             "trace to its source; set p_confabulate (the chance of inventing a missing value)")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _caching_off_has_one_spelling(cls, data: Any) -> Any:
         """``cache_min_tokens = None`` (caching off) becomes ``caching = False`` with the default threshold:
         a run directory's config.toml cannot write None (TOML has no null), so the other spelling would
@@ -156,8 +183,11 @@ class Profile(BaseModel):
 
     def p_recall(self, tokens: float, position: float, lookup: Lookup = "latent") -> float:
         """Probability of finding a visible fact's value, at prompt length L and relative position x, for
-        a look-up of that kind (the position factor and p_max are the same for both kinds)."""
-        depth = self.trough_depth(tokens)
+        a look-up of that kind. The middle trough applies to latent look-ups only (docs/model.md v3
+        change 5): it comes from Lost in the Middle's question answering; the depth-resolved needle
+        results found (Kamradt's GPT-4-1106 and Claude 2.1 runs) show no mid-context trough of that shape
+        (GPT-4-1106 loses needles at 7-21% depth only past 64K tokens, which its length curve holds)."""
+        depth = self.trough_depth(tokens) if lookup == "latent" else 0.0
         position_factor = 1.0 - depth * math.sin(math.pi * position) ** 2
         norm = (1.0 - depth / 2) if self.position_mean_normalise else 1.0
         return min(1.0, self.p_max * self.length_factor(tokens, lookup) * position_factor / norm)
@@ -240,7 +270,7 @@ def fit_length_curve(row: Sequence[float], p_max: float,
 _BUILTIN: dict[str, dict[str, Any]] = {
     "frontier": dict(
         window_tokens=200_000, p_max=0.995, L_half=280_000, k=1.0, L_half_literal=1e9, k_literal=0.315, D0=0.10,
-        p_malformed_base=0.005, g_L=0.15, g_N=1.0, p_fix=0.95, p_repeat_error=0.15, p_refetch=0.90,
+        p_malformed_base=0.005, g_L=0.15, g_N=1.0, p_fix=0.95, p_repeat_error=0.15, p_confabulate=0.21,
         p_nudge_follow=0.60, p_shortcut=0.05, keep_max=0.97, max_summary_tokens=1500, thought_tokens=120,
         base_s=0.8, b_uncached=1.0e-4, b_cached=1.5e-5, decode_tps=70, sigma=0.35,
         price_in=3.00, price_cache_read=0.30, price_cache_write=3.75, price_out=15.00,
@@ -248,7 +278,7 @@ _BUILTIN: dict[str, dict[str, Any]] = {
     ),
     "mid": dict(
         window_tokens=128_000, p_max=0.99, L_half=71_000, k=1.05, L_half_literal=898_000, k_literal=0.785, D0=0.15,
-        p_malformed_base=0.01, g_L=0.2, g_N=1.0, p_fix=0.90, p_repeat_error=0.20, p_refetch=0.80,
+        p_malformed_base=0.01, g_L=0.2, g_N=1.0, p_fix=0.90, p_repeat_error=0.20, p_confabulate=0.24,
         p_nudge_follow=0.50, p_shortcut=0.10, keep_max=0.95, max_summary_tokens=1500, thought_tokens=120,
         base_s=0.45, b_uncached=6e-5, b_cached=1e-5, decode_tps=130, sigma=0.35,
         price_in=2.00, price_cache_read=0.50, price_cache_write=2.00, price_out=8.00,
@@ -256,7 +286,7 @@ _BUILTIN: dict[str, dict[str, Any]] = {
     ),
     "small": dict(
         window_tokens=128_000, p_max=0.97, L_half=24_000, k=1.0, L_half_literal=887_000, k_literal=0.711, D0=0.20,
-        p_malformed_base=0.05, g_L=0.3, g_N=1.0, p_fix=0.80, p_repeat_error=0.30, p_refetch=0.60,
+        p_malformed_base=0.05, g_L=0.3, g_N=1.0, p_fix=0.80, p_repeat_error=0.30, p_confabulate=0.27,
         p_nudge_follow=0.30, p_shortcut=0.20, keep_max=0.90, max_summary_tokens=1000, thought_tokens=80,
         base_s=0.4, b_uncached=4e-5, b_cached=6e-6, decode_tps=180, sigma=0.35,
         price_in=0.25, price_cache_read=0.025, price_cache_write=0.25, price_out=2.00,
@@ -264,7 +294,7 @@ _BUILTIN: dict[str, dict[str, Any]] = {
     ),
     "stress-2023": dict(
         window_tokens=16_384, p_max=0.95, L_half=17_000, k=1.0, L_half_literal=63_500, k_literal=2.097, D0=0.29,
-        p_malformed_base=0.08, g_L=0.3, g_N=1.0, p_fix=0.70, p_repeat_error=0.40, p_refetch=0.50,
+        p_malformed_base=0.08, g_L=0.3, g_N=1.0, p_fix=0.70, p_repeat_error=0.40, p_confabulate=0.26,
         p_nudge_follow=0.20, p_shortcut=0.30, keep_max=0.85, max_summary_tokens=800, thought_tokens=80,
         base_s=1.0, b_uncached=1.0e-4, b_cached=1.0e-4, decode_tps=50, sigma=0.5,
         price_in=0.15, price_cache_read=0.075, price_cache_write=0.15, price_out=0.60,
@@ -273,7 +303,8 @@ _BUILTIN: dict[str, dict[str, Any]] = {
     # Test-only control: perfect recall, no decay, no trough, no malformed calls, unlimited window.
     "oracle": dict(
         window_tokens=10**9, p_max=1.0, L_half=math.inf, k=1.0, L_half_literal=math.inf, k_literal=1.0, D0=0.0,
-        p_malformed_base=0.0, g_L=0.0, g_N=0.0, p_fix=1.0, p_repeat_error=0.0, p_refetch=1.0,
+        p_malformed_base=0.0, g_L=0.0, g_N=0.0, p_fix=1.0, p_repeat_error=0.0, p_confabulate=0.0,
+        p_note=0.0, p_summary_error=0.0, p_record_drop=0.0,
         p_nudge_follow=1.0, p_shortcut=0.0, keep_max=1.0, max_summary_tokens=1500, thought_tokens=120,
         base_s=0.8, b_uncached=1.0e-4, b_cached=1.5e-5, decode_tps=70, sigma=0.35,
         price_in=3.00, price_cache_read=0.30, price_cache_write=3.75, price_out=15.00,

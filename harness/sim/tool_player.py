@@ -1,6 +1,6 @@
 """The tool player: what a tool call comes to in a session replay (docs/model.md 3, 6.1).
 
-It knows the script's truth. It checks a call against its tool's contract (refused before the tool
+It knows the script's truth (the model does not). It checks a call against its tool's contract (refused before the tool
 when the ``contracts`` switch is on, crashing the tool otherwise), blocks dangerous actions under the
 ``breaker``, runs a step's scripted faults, serves re-fetches of finished steps and pages offloaded
 payloads back through the strategy's ``retrieve``, answering with three-class structured errors or
@@ -173,8 +173,9 @@ class ToolPlayer:
         return ToolOutcome("success", f"{call.tool}: done ({json.dumps(call.args, sort_keys=True)})", is_shortcut)
 
     def _retrieve(self, agent: AgentState, call: ToolCall) -> ToolOutcome:
-        """``retrieve_payload``: a page of an offloaded payload, through the strategy's ``retrieve``; a
-        ``key`` argument starts the page at the line that holds that fact's value."""
+        """``retrieve_payload``: the page of an offloaded payload the call asks for (an ``offset``, a
+        ``length``), through the strategy's ``retrieve``. It returns what is there and nothing else: a
+        fact is found only if the page holds it (docs/model.md v3 change 9)."""
         t = self.tally
         t.retrieve_calls += 1
         self.clock.advance(self._latency_s("retrieve_payload", agent.pointer.step_id, agent.pointer.attempt), "tool")
@@ -184,13 +185,6 @@ class ToolPlayer:
             return self._error(EngineeringError("NOT_FOUND", "retrieve_payload is not available", bad_arg="handle"))
         handle = str(call.args.get("handle", ""))
         offset = int(call.args.get("offset", 0))
-        key = call.args.get("key")
-        if key is not None and handle in agent.ctx.store:
-            value = self.truth.get(str(key))
-            payload = agent.ctx.store.get(handle)
-            at = payload.find(value) if value else -1
-            if at >= 0:
-                offset = payload.rfind("\n", 0, at) + 1
         status, text = retrieve(agent.ctx, handle, offset, call.args.get("length"))
         if status == "error":
             t.engineering_errors += 1

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
-from harness.core.stubs import render_stub
+from harness.core.stubs import parse_stub, render_stub
 from strategies.claude_code_compact import CLEARED as CLAUDE_CODE_CLEARED
 from strategies.clear_tool_uses import ANTHROPIC_PLACEHOLDER, LANGCHAIN_PLACEHOLDER
 from strategies.observation_masking import placeholder
@@ -76,19 +76,26 @@ def rewrites_of(name: str, params: dict[str, Any]) -> set[Rewrite]:
 
 
 @lru_cache(maxsize=50_000)
-def allowed_contents(c: str, facts: frozenset[str], rewrites: tuple[Rewrite, ...], meter: TextMeter) -> frozenset[str]:
-    """The content itself, its truncated form, its placeholder, or a rewrite of ``rewrites``."""
+def allowed_contents(c: str, call: str, rewrites: tuple[Rewrite, ...], meter: TextMeter) -> frozenset[str]:
+    """The content itself, its truncated form, its placeholder, or a rewrite of ``rewrites`` (a stub
+    naming ``call``, the call whose output it stands for)."""
     out = {c, placeholder(c)}
     if truncatable(c):
         out.add(truncated(c))
     for r in rewrites:
         if r.kind == "stub":
-            out.add(render_stub(c, facts, int(r.arg)))
+            out.add(render_stub(c, call, int(r.arg)))
         elif r.kind == "text":
             out.add(str(r.arg))
         else:
-            out.add(strands_stub(c, meter, StrandsContextOffloaderParams(**json.loads(str(r.arg)))))
+            out.add(strands_stub(c, call, meter, StrandsContextOffloaderParams(**json.loads(str(r.arg)))))
     return frozenset(out)
+
+
+def _stub_call(content: str) -> str:
+    """The call a stub names (the history the stub was made in knows it; the rewrite check does not)."""
+    stub = parse_stub(content)
+    return stub.call if stub is not None else ""
 
 
 def is_rewrite(a: Message, b: Message, rewrites: tuple[Rewrite, ...]) -> bool:
@@ -106,7 +113,7 @@ def is_rewrite(a: Message, b: Message, rewrites: tuple[Rewrite, ...]) -> bool:
                 isinstance(x, ToolResult)
                 and x.tool_use_id == y.tool_use_id
                 and x.status == y.status
-                and x.content in allowed_contents(y.content, b.facts, rewrites, b.meter)
+                and x.content in allowed_contents(y.content, _stub_call(x.content), rewrites, b.meter)
             ):
                 return False
         elif isinstance(y, ToolUse) and isinstance(x, ToolUse):

@@ -35,7 +35,10 @@ def scripts() -> dict[int, SessionScript]:
 
 
 def _replay(name: str, script: SessionScript) -> SessionResult:
-    return replay(script, strategies.create(name, **PARAMS.get(name, {})), PROFILE)
+    # drop_all keeps no sign of the agent's work, so the agent starts over until the turn limit (docs/model.md
+    # v3 change 1): a limit in proportion to the script keeps its comparison one of N against 2N steps' turns.
+    p = profile("oracle", max_turns=2 * len(script.steps)) if name == "drop_all" else PROFILE
+    return replay(script, strategies.create(name, **PARAMS.get(name, {})), p)
 
 
 @pytest.mark.parametrize("name", strategies.names())
@@ -56,11 +59,12 @@ def test_session_replay_cost_grows_linearly_with_turns(benchmark, scripts, name:
     # Both sessions really ran their length: at least the scripted steps, the longer one about twice
     # as many turns, and neither was cut by the turn limit.
     assert 1.6 <= turns[1] / turns[0] <= 2.4, turns
-    assert "max_turns" not in (short.record.outcome, long.record.outcome)
     if name == "drop_all":
-        # The control forgets everything, so it ends by a loop rule or a failed step, not by finishing.
+        # The control forgets everything: it never finishes, and ends by a loop rule or at its turn limit.
+        assert "success" not in (short.record.outcome, long.record.outcome)
         assert turns[0] >= N // 2, turns
     else:
+        assert "max_turns" not in (short.record.outcome, long.record.outcome)
         assert turns[0] >= N and turns[1] >= 2 * N, turns
         assert (short.record.outcome, long.record.outcome) == ("success", "success")
     if name in SUMMARIZING:

@@ -437,8 +437,8 @@ for _strat, _params in STRATEGY_PARAMS.items():
 MODEL_INT = ("window_tokens", "max_summary_tokens", "thought_tokens", "cache_min_tokens", "cache_granularity", "rpm",
              "tpm", "max_output_reserve", "summarizer_prompt_tokens", "max_turns", "max_attempts_per_step")
 #: Bounded floats (probabilities, and D0 in [0, 0.6]).
-MODEL_BOUNDED = ("p_max", "p_malformed_base", "p_fix", "p_repeat_error", "p_refetch", "p_nudge_follow", "p_shortcut",
-                 "keep_max", "p_throttle", "D0")
+MODEL_BOUNDED = ("p_max", "p_malformed_base", "p_fix", "p_repeat_error", "p_confabulate", "p_note", "p_summary_error",
+                 "p_record_drop", "p_nudge_follow", "p_shortcut", "keep_max", "p_throttle", "D0")
 #: Floats > 0: (inf, 1e308) expectations. An infinite half-length is the oracle profile's own value ("no
 #: decay"), so it must be accepted; any other inf or 1e308 may be accepted (then the run's numbers must be
 #: finite) or refused by a bound.
@@ -472,6 +472,8 @@ MODEL_OTHER = {
     "position_mean_normalise-number": ('{base = "mid", position_mean_normalise = 1}',
                                        ("model.position_mean_normalise",)),
     "unknown-field": ('{base = "mid", windw_tokens = 100000}', ("model.windw_tokens",)),
+    # A field retired with model v3: the line says what replaced it.
+    "retired-p_refetch": ('{base = "mid", p_refetch = 0.8}', ("model", "p_refetch", "p_confabulate")),
     "empty-table": ("{}", ("model",)),
     "no-base-incomplete": ('{name = "mine", window_tokens = 100000}', ("model",)),
 }

@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from harness.core.context import Context
-from harness.core.messages import Message, Text, ToolResult, ToolUse, nonsummary, pin, rebuild, tokens_of
+from harness.core.messages import Message, Text, ToolResult, ToolUse, block_text, nonsummary, pin, rebuild, tokens_of
 from harness.core.stubs import parse_stub, render_stub
 from strategies import CannotReduce, create
 from strategies.observation_masking import PLACEHOLDER_RE, placeholder
@@ -564,6 +564,15 @@ def retrieve_ids(window: Sequence[Message]) -> set[str]:
     return {b.id for m in window for b in m.blocks if isinstance(b, ToolUse) and b.name == "retrieve_payload"}
 
 
+def call_for(window: Sequence[Message], tool_use_id: str) -> str:
+    """The call a result answers, as its stub names it ("" when the window holds no such call)."""
+    for m in reversed(window):
+        for b in m.blocks:
+            if isinstance(b, ToolUse) and b.id == tool_use_id:
+                return block_text(b)
+    return ""
+
+
 @given(cases(only=["offload_contracts"]), st.booleans())
 def test_append_offloads_exactly_the_large_results(case: Case, with_stub: bool) -> None:
     """3.7: on_append offloads a result iff its message is unpinned and it is over the threshold,
@@ -572,7 +581,7 @@ def test_append_offloads_exactly_the_large_results(case: Case, with_stub: bool) 
     appended = list(case.appended)
     if with_stub:
         big = content(5000, 1)
-        stub = render_stub(big, frozenset(), 400)
+        stub = render_stub(big, 'read_file {}', 400)
         use = ToolUse("s1", "read_file", {})
         appended = [Message.build("assistant", [use]), Message.build("user", [ToolResult("s1", "success", stub)])]
         case = replace(case, appended=appended)
@@ -589,7 +598,7 @@ def test_append_offloads_exactly_the_large_results(case: Case, with_stub: bool) 
                 assert x == y
                 continue
             assert isinstance(x, ToolResult) and (x.tool_use_id, x.status) == (y.tool_use_id, y.status)
-            stub = render_stub(y.content, b.facts, p["preview_chars"])
+            stub = render_stub(y.content, call_for(window, y.tool_use_id), p["preview_chars"])
             expect = (
                 len(y.content.encode("utf-8")) > p["offload_threshold_bytes"]
                 and parse_stub(y.content) is None
@@ -616,7 +625,7 @@ def test_offload_reduce_offloads_every_unprotected_output_or_raises(case: Case, 
             continue
         for xb, yb in zip(x.blocks, y.blocks, strict=True):
             if isinstance(yb, ToolResult):
-                stub = render_stub(yb.content, y.facts, case.params["preview_chars"])
+                stub = render_stub(yb.content, call_for(b, yb.tool_use_id), case.params["preview_chars"])
                 assert isinstance(xb, ToolResult)
                 assert xb.content == (stub if len(stub) < len(yb.content) else yb.content)
                 if xb.content != yb.content:

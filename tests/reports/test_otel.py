@@ -332,8 +332,8 @@ def test_a_receiver_that_answers_500_is_counted_not_silent(tiny_run: Path, monke
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "0.3")
         summary = export_run(tiny_run, check_exporter_config("otlp"), batch_size=100)
     assert not summary.ok and summary.spans_sent == 0 and summary.spans_failed == summary.spans
-    assert summary.batches_failed == summary.batches == 4
-    # After three failed batches in a row the receiver is taken as down: the fourth is not sent.
+    assert summary.batches_failed == summary.batches == -(-summary.spans // 100) >= 4
+    # After three failed batches in a row the receiver is taken as down: the later ones are not sent.
     assert [path for path, _ in failing.requests] == ["/custom/path"] * 3
     assert "FAILED" in summary.line() and "500" in summary.last_error
     assert "Failed to export" not in capsys.readouterr().err  # reported once, by the summary

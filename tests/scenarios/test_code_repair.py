@@ -83,13 +83,35 @@ def test_latent_facts_exist_and_are_a_minority(scripts: list[SessionScript]) -> 
     assert {k for k, v in scripts[0].lookups().items() if v == "latent"} == {"root_function", "bad_constant"}
 
 
-def test_the_final_answer_names_the_test_the_bug_and_the_result(scripts: list[SessionScript]) -> None:
+def test_a_session_is_graded_on_its_patch_the_edit_written_from_what_was_found(scripts: list[SessionScript]) -> None:
     for script in scripts:
         facts = script.fact_values()
         assert facts["failing_test"].split("::")[0].startswith("tests/pricing/test_")
         assert re.fullmatch(r"\w+_tables\.py:\d{3}", facts["bug_line"])
         assert facts["bug_line"].split(":")[0] == facts["root_file"].rsplit("/", 1)[1]
-        assert set(script.final_facts) == {"failing_test", "root_file", "root_function", "bug_line", "suite_result"}
+        edits = [step for step in script.steps if step.tool == "edit_file"]
+        assert script.final_facts == [] and script.patch == [step.id for step in edits]
+        # The first edit takes the file and the line from the facts the agent found.
+        assert edits[0].args["path"] == "root_file" and edits[0].args["start_line"] == "bug_line"
+        assert edits[0].needs == ["bug_line", "root_file"]
+
+
+def test_the_bug_line_is_also_read_from_the_edit_call_and_the_diff_hunk(scripts: list[SessionScript]) -> None:
+    for script in scripts:
+        line = int(script.fact_values()["bug_line"].rsplit(":", 1)[1])
+        start_form, hunk_form = script.facts["bug_line"].forms
+        assert start_form == f'"start_line":{line}'
+        submit = next(step for step in script.steps if step.tool == "submit")
+        assert hunk_form in submit.payload
+        first, count = (int(n) for n in hunk_form.split()[1].lstrip("-").split(","))
+        assert first <= line < first + count  # the hunk covers the line
+
+
+def test_graded_on_its_report_the_final_answer_names_five_facts() -> None:
+    script = scenarios.generate("code_repair", 3, graded_on="report")
+    assert script.patch == []
+    assert set(script.final_facts) == {"failing_test", "root_file", "root_function", "bug_line", "suite_result"}
+    assert "In your final message report" in script.task.text
 
 
 def test_some_sessions_need_a_second_edit(scripts: list[SessionScript]) -> None:

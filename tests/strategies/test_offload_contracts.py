@@ -99,7 +99,7 @@ def test_stub_format_exact() -> None:
     expected = "\n".join(
         [
             f"[offloaded tool output {ref}: {len(PAYLOAD.encode())} bytes, 5 lines]",
-            "keys: bad_pod, trace",
+            "call: logs {}",
             "--- preview head ---",
             "head1",
             "--- preview tail ---",
@@ -109,19 +109,18 @@ def test_stub_format_exact() -> None:
     )
     assert out.blocks == (ToolResult("t1", "success", expected),)
     assert out.kind == "handle"
-    assert out.covers == frozenset({"bad_pod", "trace"})
-    assert out.facts == frozenset()
+    assert out.facts == frozenset()  # the stub names the call, never the facts the payload holds
     assert ctx.store.get(ref) == PAYLOAD
 
 
-def test_stub_without_facts_has_nothing_after_keys() -> None:
+def test_stub_without_preview_is_its_header_call_and_hint() -> None:
     c = big()
     out = create("offload_contracts", preview_chars=0).on_append(ctx_with_call("t1"), u_res(("t1", c)))
     ref = h(c)
     stub = out.blocks[0].content  # type: ignore[union-attr]
     assert stub == (
         f"[offloaded tool output {ref}: {len(c.encode())} bytes, {len(c.splitlines())} lines]\n"
-        "keys:\n"
+        "call: logs {}\n"
         f'--- call retrieve_payload(handle="{ref}") for the full text ---'
     )
     assert "preview" not in stub
@@ -147,13 +146,14 @@ def test_preview_without_newlines_is_uncut() -> None:
     assert lines[2:6] == ["--- preview head ---", "z" * 5, "--- preview tail ---", "z" * 6]
 
 
-def test_every_stub_of_a_message_lists_the_message_keys() -> None:
+def test_each_stub_of_a_message_names_the_call_it_answers() -> None:
     with_fact = big("a") + " node-b4k2-77aa"
     without = big("b")
-    out = create("offload_contracts", preview_chars=0).on_append(
-        ctx_with_call("t1", "t2"), u_res(("t1", with_fact), ("t2", without))
-    )
-    assert [b.content.split("\n")[1] for b in out.blocks] == ["keys: node", "keys: node"]  # type: ignore[union-attr]
+    calls = [ToolUse("t1", "logs", {"pod": "a"}), ToolUse("t2", "logs", {"pod": "b"})]
+    ctx = Context([Message.user("task", kind="task", meter=METER), Message.build("assistant", calls, meter=METER)])
+    out = create("offload_contracts", preview_chars=0).on_append(ctx, u_res(("t1", with_fact), ("t2", without)))
+    lines = [b.content.split("\n")[1] for b in out.blocks]  # type: ignore[union-attr]
+    assert lines == ['call: logs {"pod":"a"}', 'call: logs {"pod":"b"}']
 
 
 def test_handle_is_sha256_prefix_and_matches_pattern() -> None:

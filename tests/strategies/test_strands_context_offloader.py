@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.core import handle_for, parse_stub
+from harness.core import block_text, handle_for, parse_stub
 from harness.core.context import Context, ContextOverflow
 from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse, default_meter, pin
 from strategies import create
@@ -50,6 +50,11 @@ def results(*pairs: tuple[str, str], status: str = "success") -> Message:
 
 def session(*ids: str, name: str = "logs") -> Context:
     return Context([Message.user("task", kind="task", meter=METER), call(*ids, name=name)])
+
+
+def call_text(history: list[Message], tool_use_id: str) -> str:
+    """The call a result answers, as its stub names it."""
+    return next(block_text(b) for m in history for b in m.blocks if isinstance(b, ToolUse) and b.id == tool_use_id)
 
 
 def rows(n: int, tag: str = "row") -> str:
@@ -161,9 +166,10 @@ def test_the_notice_guidance_preview_and_reference_exactly() -> None:
     marked = f"\n\n--- preview head ---\n{c[:4_000]}\n--- preview tail ---\n\n"
     assert stub == (
         f"[offloaded tool output {ref}: {len(c.encode())} bytes, {len(c.splitlines())} lines]\n"
-        "keys: bad_pod\n" + strands_text.replace(f"\n\n{c[:4_000]}\n\n", marked)
+        "call: logs {}\n" + strands_text.replace(f"\n\n{c[:4_000]}\n\n", marked)
     )
-    assert out.kind == "handle" and out.covers == frozenset({"bad_pod"}) and out.facts == frozenset({"bad_pod"})
+    # The stub names the call it answers, never a fact key; the preview holds the fact it shows.
+    assert out.kind == "handle" and out.facts == frozenset({"bad_pod"})
     assert parse_stub(stub) is not None and parse_stub(stub).handle == ref  # type: ignore[union-attr]
     assert ctx.store.get(ref) == c and s.is_live(ref)
 
@@ -193,8 +199,8 @@ def test_each_result_is_judged_alone_and_ids_statuses_kept() -> None:
     assert [b.tool_use_id for b in out.blocks] == ["t1", "t2", "t3"]  # type: ignore[union-attr]
     assert [b.status for b in out.blocks] == ["error"] * 3  # type: ignore[union-attr]
     assert content_of(out, 0) == small
-    assert parse_stub(content_of(out, 1)).keys == ()  # type: ignore[union-attr]
-    assert parse_stub(content_of(out, 2)).keys == ("trace",)  # type: ignore[union-attr]
+    assert parse_stub(content_of(out, 1)).call == "logs {}"  # type: ignore[union-attr]
+    assert parse_stub(content_of(out, 2)).call == "logs {}"  # type: ignore[union-attr]
     assert ctx.store.get(handle_for(other)) == other
 
 
@@ -431,7 +437,7 @@ def test_replayed_history_keeps_pairs_pins_open_calls_and_hides_offloaded_origin
             assert isinstance(a, ToolResult) and (a.tool_use_id, a.status) == (b.tool_use_id, b.status)
             assert a.tool_use_id not in open_ids
             if a.content != b.content:
-                assert a.content == stub_for(b.content, before.meter, p)
+                assert a.content == stub_for(b.content, call_text(history, b.tool_use_id), before.meter, p)
                 assert after.kind == "handle"
                 assert ctx.store.get(handle_for(b.content)) == b.content
                 shown_whole = [

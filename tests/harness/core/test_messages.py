@@ -1,4 +1,5 @@
-"""Message construction: kind, tokens, facts, covers, raw tokens, errors, and the Converse round trip."""
+"""Message construction: kind, tokens, facts (values and forms), records, raw tokens, errors, and the Converse
+round trip."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from harness.core.messages import (
     to_converse,
     tokens_of,
 )
-from harness.core.stubs import handle_for, render_stub
+from harness.core.stubs import handle_for, parse_stub, render_stub
 from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
 FACTS = {"bad_pod": "api-7f9c-q2kx", "trace": "trc-zz91-mmp3"}
@@ -103,17 +104,31 @@ def test_empty_fact_value_rejected() -> None:
         TextMeter.for_facts({"k": ""})
 
 
-def test_covers_read_from_stub_keys_line() -> None:
-    stub = render_stub("payload api-7f9c-q2kx\n" * 200, ["bad_pod", "trace"], 100)
+def test_a_stub_names_its_call_and_no_fact() -> None:
+    call = 'kubectl {"pod":"api"}'
+    stub = render_stub("payload api-7f9c-q2kx\n" * 200, call, 0)
     m = Message.build("user", [ToolResult("t1", "success", stub)], meter=METER)
     assert m.kind == "handle"
-    assert m.covers == frozenset({"bad_pod", "trace"})
+    assert m.facts == frozenset()  # the offloaded text is not in the message, and the stub lists no keys
+    parsed = parse_stub(stub)
+    assert parsed is not None and parsed.call == call
 
 
-def test_covers_empty_for_stub_without_keys_and_for_non_handles() -> None:
-    stub = render_stub("y" * 3000, [], 100)
-    assert Message.build("user", [ToolResult("t1", "success", stub)]).covers == frozenset()
-    assert Message.build("user", [ToolResult("t1", "success", "keys: a, b")]).covers == frozenset()
+def test_a_form_of_a_fact_holds_the_fact() -> None:
+    meter = TextMeter.for_facts({"bug_line": "tables.py:197"}, forms={"bug_line": ['"start_line":197']})
+    edit = Message.build("assistant", [ToolUse("t1", "edit_file", {"start_line": 197, "path": "x.py"})], meter=meter)
+    assert edit.facts == frozenset({"bug_line"})
+    other = Message.build("assistant", [ToolUse("t1", "edit_file", {"start_line": 198})], meter=meter)
+    assert other.facts == frozenset()
+
+
+def test_records_are_the_steps_whose_call_a_message_shows() -> None:
+    meter = TextMeter.for_facts({}, calls={'kubectl {"pod":"api"}': "s1"})
+    action = Message.build("assistant", [Text("go"), use("t1", pod="api")], meter=meter)
+    assert action.records == frozenset({"s1"})
+    summary = Message.build("user", [Text('- ran kubectl {"pod":"api"}')], kind="summary", meter=meter)
+    assert summary.records == frozenset({"s1"})
+    assert Message.build("assistant", [use("t1", pod="web")], meter=meter).records == frozenset()
 
 
 def test_step_id_is_kept() -> None:
@@ -374,8 +389,9 @@ def test_a_meter_measures_each_text_once_and_the_same_as_counting_and_scanning_i
     text = f"{next(iter(FACTS.values()))} and pod-decoy-1 and more"
     first = meter.measure(text)
     assert first == (count_tokens(text), meter.scanner.scan(text), meter.scanner.scan_decoys(text))
+    assert meter.measure_all(text)[:3] == first
     assert first[1] and first[2]
-    assert meter.measure(text) is first  # remembered, not measured again
+    assert meter.measure_all(text) is meter.measure_all(text)  # remembered, not measured again
     message = Message.build("user", [Text(text)], meter=meter)
     assert message.tokens == MESSAGE_OVERHEAD_TOKENS + first[0]
     assert message.facts == first[1] and message.decoys == first[2]

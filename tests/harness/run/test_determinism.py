@@ -122,7 +122,10 @@ def test_every_recall_draw_is_keyed_by_step_attempt_and_key_only(family: str, se
             if "u" in entry:
                 assert entry["u"] == round(crn.u(script.seed, "recall", c.step_id, c.attempt, entry["key"]), 4)
                 draws += 1
-    assert draws > 0
+    # drop_all leaves the agent almost no sign of its work (docs/model.md v3 change 1): it may cycle through
+    # steps whose needs are never visible, and then draws no recall at all.
+    entries = [e for c in result.calls if c.call_kind == "agent" for e in json.loads(c.trace) if "key" in e]
+    assert draws > 0 or (name == "drop_all" and not any(e["visible"] for e in entries))
 
 
 # 2. Common random numbers -------------------------------------------------------------------------------

@@ -234,10 +234,11 @@ def test_m2_shorter_filler_does_change_some_branches(m2: pd.DataFrame) -> None:
 
 def test_m2_deleting_the_only_holder_never_leaves_recall(m2: pd.DataFrame) -> None:
     rows = m2[m2["kind"] == "delete_holder"]
-    assert set(rows["branch_after"]) <= {"retrieve", "refetch", "shortcut", "wrong"}
+    assert set(rows["branch_after"]) <= {"retrieve", "refetch", "reexplore", "shortcut", "wrong"}
     assert rows["p_after"].isna().all() and rows["u_after"].isna().all()
     assert (rows["branch_before"] == "recall").sum() > 300  # most were recalled before: real changes
-    assert {"refetch", "wrong"} <= set(rows["branch_after"])
+    # The probe shows no call of the needle's finder, so the agent re-explores, or invents with p_confabulate.
+    assert {"reexplore", "wrong"} <= set(rows["branch_after"])
 
 
 # Both look-up kinds (docs/model.md 2.1) --------------------------------------------------------------------
@@ -267,7 +268,7 @@ def test_curves_list_each_lookup_kind() -> None:
     assert curve.groupby("lookup").size().to_dict() == {"latent": 2, "literal": 2}
     position = position_curve(["stress-2023"], 4096, [0.0, 0.5], lookups=("latent", "literal"))
     recall = position.set_index(["lookup", "x"])["recall"]
-    # The position factor is shared; literal recall is at least latent recall, and both dip in the middle.
-    for lookup in ("latent", "literal"):
-        assert recall[(lookup, 0.5)] < recall[(lookup, 0.0)]
+    # Latent recall dips in the middle; literal recall has no trough (docs/model.md 2.1) and is at least latent.
+    assert recall[("latent", 0.5)] < recall[("latent", 0.0)]
+    assert recall[("literal", 0.5)] == recall[("literal", 0.0)]
     assert recall[("literal", 0.5)] >= recall[("latent", 0.5)]

@@ -30,6 +30,7 @@ from harness.sim.model import (
 )
 from harness.sim.profiles import profile
 from harness.sim.tool_player import ToolPlayer
+from harness.sim.view import Plan, Reader
 from scenarios.base import SessionScript, Step
 from tests.harness.scripts import crashloop_script
 
@@ -50,6 +51,10 @@ def test_a_name_has_a_variant_only_with_a_hyphen_or_in_a_tool_list_mixing_conven
     assert name_variant("kubectl_get", mixed_conventions=False) is None
     assert name_variant("kubectl_get", mixed_conventions=True) == "kubectl-get"
     assert name_variant("bash", mixed_conventions=True) is None
+
+
+def _model(script: SessionScript) -> MockModel:
+    return MockModel(Plan.of(script), Reader(script), profile("frontier"), seed=script.seed, system_tokens=0)
 
 
 def _kinds(model: MockModel, tool: str, args: dict[str, Any], n: int = 600) -> Counter[MalformedKind]:
@@ -73,13 +78,13 @@ def _old_kind(model: MockModel, step_id: str, attempt: int, call: ToolCall) -> M
 
 def test_the_model_draws_name_variants_only_for_a_tool_whose_name_has_one() -> None:
     args = {"pod": "pod-q2kx", "namespace": "shop-k3vq"}
-    plain = MockModel(crashloop_script(), profile("frontier"))
+    plain = _model(crashloop_script())
     assert not plain.mixed_conventions
     kinds = _kinds(plain, "kubectl_logs", args)
     assert "name_variant" not in kinds
     call = ToolCall("kubectl_logs", args, "step")
     assert all(plain._malformed_kind(f"s{i}", 0, call) == _old_kind(plain, f"s{i}", 0, call) for i in range(300))
-    mixed = MockModel(hyphenated_script(), profile("frontier"))
+    mixed = _model(hyphenated_script())
     assert mixed.mixed_conventions
     share = _kinds(mixed, "kubectl-logs", args)["name_variant"] / 600
     assert abs(share - NAME_VARIANT_SHARE) < 0.06
@@ -88,7 +93,7 @@ def test_the_model_draws_name_variants_only_for_a_tool_whose_name_has_one() -> N
 
 
 def test_a_name_variant_call_keeps_its_arguments_and_swaps_the_name() -> None:
-    model = MockModel(hyphenated_script(), profile("frontier"))
+    model = _model(hyphenated_script())
     call = ToolCall("kubectl-logs", {"pod": "pod-q2kx", "namespace": "shop-k3vq"}, "step")
     decision = model._malformed(call, "name_variant", "thought", "fresh", [], "s2", 0)
     assert decision.malformed == "name_variant" and decision.call is not None

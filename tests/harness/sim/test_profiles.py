@@ -452,7 +452,15 @@ def test_literal_recall_decays_slower_than_latent(name: str) -> None:
 
 def test_a_profile_without_a_literal_curve_uses_the_latent_one() -> None:
     p = profile("mid", L_half_literal=None, k_literal=None)
-    assert p.p_recall(50_000, 0.3, "literal") == p.p_recall(50_000, 0.3, "latent")
+    assert p.length_factor(50_000, "literal") == p.length_factor(50_000, "latent")
+    # ... with no trough for the literal look-up (docs/model.md 2.1), so off the edges it recalls more.
+    assert p.p_recall(50_000, 0.3, "literal") > p.p_recall(50_000, 0.3, "latent")
+
+
+def test_a_literal_look_up_has_no_position_trough() -> None:
+    p = profile("frontier")
+    assert p.p_recall(78_400, 0.5, "literal") == p.p_recall(78_400, 1.0, "literal") == pytest.approx(0.947, abs=5e-4)
+    assert p.p_recall(78_400, 0.5, "latent") < p.p_recall(78_400, 1.0, "latent")
 
 
 def test_summary_keep_uses_the_curve_of_the_facts_kind() -> None:
