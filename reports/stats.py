@@ -122,6 +122,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("tokens_freed", "tokens freed per session", "tokens", "mean", "tokens_freed", optional=True),
     Metric("cache_breaking_edits", "cache-breaking edits per session", "calls", "mean", "cache_breaking_edits",
            optional=True),
+    # Steps the agent did again after their every trace left its context (docs/model.md v3 change 1): the
+    # work a strategy makes it repeat. Optional: runs made before the column existed lack it.
+    Metric("redone_steps", "redone steps per session", "steps", "mean", "redone_steps", optional=True),
     # Undefined, not zero, for a strategy that never compacted: there was nothing to thrash.
     Metric("thrash_rate", "thrash rate", "share of compactions", "per", "thrash", "compactions", events=True,
            undefined="no compaction", optional=True, support="compactions"),

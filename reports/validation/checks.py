@@ -77,9 +77,10 @@ def mechanism_checks(b: Bundle) -> list[Check]:
             detail += (" Its stuck sessions' last 4 calls (loop shapes below): "
                        + ", ".join(f"{k} {v}" for k, v in split.items()) + "; steps "
                        + ", ".join(sorted(set(mine["step_id"].astype(str)))[:8]) + ". A re-fetch loop under the "
-                       "oracle (perfect recall) means the re-called producer's result did not hold the fact: the "
-                       "trace shows it not visible right after the re-fetch, e.g. a fact cut out of a capped "
-                       "output (`output_cap_chars`).")
+                       "oracle (perfect recall, no invented values) with an unbounded context means a fact the "
+                       "step needs was never visible: no message holds it, so the agent repeats the visible call "
+                       "that produced it (docs/model.md 2.2), and that output comes back the same, still without "
+                       "the fact, e.g. a fact cut out of a capped output (`output_cap_chars`).")
     out.append(Check("M1a", "oracle profile with an unbounded context solves everything", "hard",
                      "controls: frontier mix, oracle profile", "100%", f"{pct(value)} {ci_pct(lo, hi)}",
                      "pass" if value == 1.0 else "FAIL", detail))
@@ -88,18 +89,14 @@ def mechanism_checks(b: Bundle) -> list[Check]:
     won = drop[drop["outcome"] == "success"]
     agrees = hi <= 0.02
     detail = (f"We read \"about 0%\" as an upper CI bound of at most 2%. drop_all's sessions end: "
-              f"{outcome_line(controls, 'drop_all')}.")
+              f"{outcome_line(controls, 'drop_all')}. " + _drop_all_mechanism(b, drop))
     if not agrees:
-        detail += (f" Mechanism: M1 describes a control that keeps the task message only, but drop_all as "
-                   f"docs/strategies.md 3.9 defines it also keeps the current turn (everything from the last "
-                   f"assistant message on), so the result of the latest call stays visible for one more call. A "
-                   f"step whose facts came from older results cannot recall them, and the policy (docs/model.md "
-                   f"2.2) re-calls the tool that produced them, up to two levels deep (p_refetch = 0.9 on "
-                   f"frontier); a chain of re-fetches can rebuild what a step needs. The {len(won)} successful "
-                   f"sessions made {num(won['refetches'].mean(), 1)} re-fetches each on average (all drop_all "
-                   f"sessions: {num(drop['refetches'].mean(), 1)}) and ended before a loop rule fired. A task-only "
-                   f"control would see no result at all and could never succeed; ours is the weaker control the "
-                   f"strategy spec asks for.")
+        detail += (f" M1 describes a control that keeps the task message only; drop_all also keeps the current "
+                   f"turn, so a session can still succeed where each step needs only facts that the task, the "
+                   f"latest output or the agent's latest notes state. The {len(won)} successful sessions redid "
+                   f"{num(won['redone_steps'].mean(), 1)} steps each on average (all drop_all sessions: "
+                   f"{num(drop['redone_steps'].mean(), 1)}). A task-only control would see no result at all and "
+                   f"could never succeed; ours is the weaker control the strategy spec asks for.")
         lowest = str(controls.groupby("strategy")["success"].mean().idxmin())
         if lowest == "drop_all":
             detail += (" M1's point, that fewer tokens alone earn nothing, still holds: drop_all has the lowest "
@@ -140,6 +137,24 @@ def mechanism_checks(b: Bundle) -> list[Check]:
                      f"{'shared by all' if paired_ok else 'NOT shared'} {len(keys)} strategies",
                      "pass" if m3["identical"] and paired_ok else "FAIL"))
     return out
+
+
+def _drop_all_mechanism(b: Bundle, drop: pd.DataFrame) -> str:
+    """Why drop_all fails (docs/model.md 2, 2.2), with its sessions' redone steps as the evidence."""
+    limit = b.manifests["controls"].model.get("max_turns")
+    ended = drop["outcome"]
+    return ("Mechanism: drop_all (docs/strategies.md 3.9) keeps the task and the current turn (everything from the "
+            "last assistant message on), so the agent sees its latest call and that call's result, and no sign of "
+            "the calls before them. It takes up the step after its latest call (docs/model.md 2, `next_step`); the "
+            "first step that needs a fact no kept message states (it came from an older output) finds no trace of "
+            "its source either, so unless it invents a value (p_confabulate: a call the tool refuses, or a wrong final "
+            "answer), it goes back to the step that finds the fact (re-exploring, docs/model.md 2.2) and does every "
+            "step from there again, seeing again only its latest call. It cycles over the same steps until a loop "
+            "rule fires or the session reaches the turn limit"
+            + (f" ({num(float(limit))} turns)" if limit else "")
+            + f". Its sessions redo {num(drop['redone_steps'].mean(), 1)} steps each on average (`redone_steps`) in "
+            f"{num(drop['turns'].mean(), 1)} turns; {pct(float((ended == 'max_turns').mean()))} end at the turn "
+            f"limit and {pct(float((ended == 'stuck').mean()))} stuck.")
 
 
 # Probes (P6, P7), mechanics (P8-P10) --------------------------------------------------------------------
@@ -220,17 +235,20 @@ def probe_checks(b: Bundle) -> list[Check]:
         passed = in_band(value, 0.66, 0.76)
         detail = ""
         if lookup == "literal":
-            # Lost in the Middle's 0.71 is a multi-document QA score (a latent-like look-up); no source
-            # gives the U-shape of a literal look-up, so this row is reported without a target.
+            # Lost in the Middle's 0.71 is a multi-document QA score (a latent look-up); no source gives a
+            # U-shape for a literal look-up, and the model applies none to one (docs/model.md 2.1).
             p_start = float(start["p"].mean()) if len(start) else float("nan")
+            p_middle = float(middle["p"].mean()) if len(middle) else float("nan")
             out.append(Check(
                 "P7", "U-shape, literal look-up: stress-2023 at 4K, recall in the middle over at the start", "none",
                 f"probes, {n} each", "no published U-shape for literal look-ups; 0.71 is document QA (latent)",
                 f"{num(value, 3)} [{num(lo, 3)}, {num(hi, 3)}]", "-",
-                "The position factor is shared by both kinds (docs/model.md 2.1), but a literal curve's "
-                f"r(4K) is so near 1 that p_recall at the start reaches the clamp at 1 (mean p there "
-                f"{num(p_start, 3)}), so the ratio is flatter than the latent one. Lost in the Middle measured its "
-                "0.71 on multi-document QA, a latent look-up, which the latent row checks."))
+                "A literal look-up has no middle-of-context trough (docs/model.md 2.1: D = 0 and m(x) = 1), so its "
+                f"p_recall is the same at every position (mean p at the start {num(p_start, 3)}, in the middle "
+                f"{num(p_middle, 3)}) and the ratio is 1 by construction, up to sampling. The trough comes from "
+                "Lost in the Middle's multi-document QA, a latent look-up, which the latent row checks; the "
+                "depth-resolved needle results (Kamradt's GPT-4-1106 and Claude 2.1 runs) show no trough of that "
+                "shape [Needle in a Haystack, 2023, no arXiv]."))
             continue
         if not passed and len(start) and len(middle):
             p_start, p_middle = float(start["p"].mean()), float(middle["p"].mean())
@@ -239,8 +257,8 @@ def probe_checks(b: Bundle) -> list[Check]:
                           f"for a {lookup} needle at 4K and is clamped to 1 (mean p at the start {num(p_start, 3)}, in "
                           f"the middle {num(p_middle, 3)}): r(4K) of the {lookup} curve is so close to 1 that the "
                           "position factor's normalisation pushes the start above 1, so the clamp, not the trough, "
-                          "sets the ratio. Lost in the Middle's figure is a document-QA score (a latent-like "
-                          "look-up); the position factor is shared by both kinds (docs/model.md 2.1).")
+                          "sets the ratio. Lost in the Middle's figure is a document-QA score, a latent "
+                          "look-up, the only kind the trough applies to (docs/model.md 2.1).")
             else:
                 detail = (f"The model's own probabilities give {num(p_middle / p_start, 3)} (mean p in the middle "
                           f"{num(p_middle, 3)}, at the start {num(p_start, 3)}); the probes' estimate differs from it "

@@ -71,7 +71,8 @@ def loop_section(b: Bundle) -> list[str]:
         "Every stuck session's last 4 agent calls (the StuckDetector's window, docs/model.md 7), read from "
         "calls.parquet and from the session's script regenerated from its scenario and seed, are put in the "
         "first shape that fits: **fault never clears** (all 4 are the tool call of one step whose scripted "
-        "fault has `fails=None`); **re-fetch loop** (all 4 re-fetch or retrieve a fact that was not recalled); "
+        "fault has `fails=None`); **re-fetch loop** (all 4 re-fetch or retrieve a fact visible in no message, "
+        "and the output comes back without it); "
         "**same wrong value re-sent** (all 4 are one step's call built with a wrong value and the repeat rule "
         "fired: identical calls); **new wrong values** (the same, but an error streak: the values changed); "
         "**malformed calls**; **mixed** (anything else). Shares are of the stuck sessions.", "",

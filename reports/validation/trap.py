@@ -4,8 +4,9 @@ under mid and frontier) against the paper, the same figures in the ops-mix setup
 precondition that raw history fits the window, the mechanism behind each disagreement (read from the
 sessions and the calls' decision traces), and the reference tables of the paper's setting.
 
-P3 (elongation) is marked "not modelled" (docs/model.md 11): no mechanism of the scripted agent
-lengthens a trajectory, so the measured turn ratios are printed without a verdict.
+P3 (elongation) is a soft check on summary/raw turns: the one mechanism of the mock model that lengthens a
+trajectory is work done again because its traces left the context (docs/model.md 2, ``redone_steps``), and
+the check's detail prints the redone steps of each strategy beside the turns.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ RAW_OVERFLOW_MAX = 0.10
 #: Summary turns over raw turns per agent in the paper's own data (Qwen3-Coder 1.20, Gemini 2.5 Flash
 #: 1.03, Flash thinking 0.86, Qwen3-32B 0.95, Qwen3-32B thinking 1.06; the authors' per-instance CSV).
 PAPER_TURN_RATIOS = (0.86, 1.20)
+#: P3's band on summary turns over raw turns (docs/model.md 11; the paper: about +15% for Qwen3-Coder).
+ELONGATION_BAND = (1.0, 1.3)
 
 
 def trap_checks(b: Bundle) -> list[Check]:
@@ -107,30 +110,12 @@ def _trap_checks_for(b: Bundle, run_name: str, setup: str, frame: pd.DataFrame) 
         if not agrees:
             detail = (f"Success: {strategy} {pct(a.mean())}, raw {pct(base.mean())}. Raw's sessions end: "
                       f"{raw_outcomes}; {strategy}'s: {outcome_line(frame, strategy)}; loops by rule for {strategy}: "
-                      f"{_loop_line(frame, strategy)}. ") + _solve_mechanism(frame, strategy, b.out_dir / run_name)
+                      f"{_loop_line(frame, strategy)}. ") + _solve_mechanism(
+                          frame, strategy, b.out_dir / run_name, patch_graded=_patch_graded(b, run_name))
         out.append(_judged(run_name, Check(
             "P2", f"solve rate of {strategy} against raw", "soft", setup, f"{published}, within ±5 pp [{TRAP}]",
             f"{pp(diff)} [{pp(lo)}, {pp(hi)}]", "agree" if agrees else "disagree", detail)))
-    s_turns, m_turns = paired_columns(frame, TRAP_SUMMARY, TRAP_MASK, "turns")
-    sr, raw_turns = paired_columns(frame, TRAP_SUMMARY, TRAP_RAW, "turns")
-    ratio, lo, hi = stats.paired_ratio(sr, raw_turns, rng=b.rng(f"p3-{run_name}"))
-    more = float(s_turns.mean() - m_turns.mean()) if len(s_turns) else np.nan
-    detail = (f"Not modelled (docs/model.md 11): no mechanism of the scripted agent lengthens a trajectory. "
-              "It follows a fixed plan and re-runs a step only to re-fetch a fact it cannot recall, never because a "
-              "summary hid that the work was done or that it had failed. The paper's own data do not make "
-              f"elongation a general effect: summary/raw mean turns range from {PAPER_TURN_RATIOS[0]:.2f} to "
-              f"{PAPER_TURN_RATIOS[1]:.2f} across its five agents (the authors' per-instance CSV; +20% only for "
-              "Qwen3-Coder). The reports of agents re-doing finished work after a compaction (OpenHands #10508 and "
-              "#11910, Claude Code #18477, Codex #38931) are user reports with no rate, so any rate we chose would "
-              "be invented. Measured here: summary "
-              f"{num(sr.mean(), 1)}, masking {num(m_turns.mean(), 1)}, raw {num(raw_turns.mean(), 1)} mean turns; "
-              "raw sessions that end early (overflow, a loop) have few turns, which moves the ratio without any "
-              "elongation.")
-    out.append(Check("P3", "elongation: summary runs more turns than masking; summary/raw turns in [1.0, 1.3]",
-                     "none", setup, f"about +15% turns against raw (Qwen3-Coder); 0.86-1.20 across agents [{TRAP}]",
-                     f"summary - masking {num(more, 1)} turns; "
-                     f"summary/raw {num(ratio, 2)} [{num(lo, 2)}, {num(hi, 2)}]",
-                     "not modelled", detail if run_name == "complexity-trap" else ""))
+    out.append(_judged(run_name, _elongation_check(b, run_name, setup, frame)))
     group = frame[frame["strategy"] == TRAP_SUMMARY]
     share, lo, hi = _ratio_of_sums(group["summary_cost_usd"].to_numpy(dtype=float), group["cost_usd"].to_numpy(
         dtype=float), b.rng(f"p4-{run_name}"))
@@ -146,6 +131,56 @@ def _trap_checks_for(b: Bundle, run_name: str, setup: str, frame: pd.DataFrame) 
         f"{setup}; {len(obs)} raw sessions, context at the end", f"83.9% (band 70-90%) [{TRAP}]",
         f"{pct(share)} {ci_pct(lo, hi)}", "agree" if in_band(share, 0.70, 0.90) else "disagree")))
     return out
+
+
+def elongation_verdict(ratio: float) -> str:
+    """P3's verdict: summary/raw turns in `ELONGATION_BAND`."""
+    return "agree" if in_band(ratio, *ELONGATION_BAND) else "disagree"
+
+
+def _elongation_check(b: Bundle, run_name: str, setup: str, frame: pd.DataFrame) -> Check:
+    """P3: summary turns over raw turns against the band, and, in the detail, summary against masking and
+    the redone steps behind any elongation."""
+    s_turns, m_turns = paired_columns(frame, TRAP_SUMMARY, TRAP_MASK, "turns")
+    sr, raw_turns = paired_columns(frame, TRAP_SUMMARY, TRAP_RAW, "turns")
+    ratio, lo, hi = stats.paired_ratio(sr, raw_turns, rng=b.rng(f"p3-{run_name}"))
+    more = float(s_turns.mean() - m_turns.mean()) if len(s_turns) else np.nan
+    redone = {s: float(frame[frame["strategy"] == s]["redone_steps"].mean())
+              for s in (TRAP_RAW, TRAP_MASK, TRAP_SUMMARY)}
+    if not np.isfinite(more):
+        versus = "Summary against masking: no paired sessions."
+    elif more > 0:
+        versus = f"Summary runs {num(more, 1)} more turns than masking per session, as the paper reports."
+    else:
+        versus = (f"Summary runs {num(-more, 1)} fewer turns than masking per session" if more < 0 else
+                  "Summary runs as many turns as masking") + ", where the paper reports more."
+    detail = ("Mechanism: the mock model lengthens a trajectory in one way (docs/model.md 2): the agent takes up the "
+              "step after the last one its context shows done, so work whose every trace has left the context is "
+              "done again (`redone_steps`). That happens when a summary's record of calls done leaves calls out "
+              "(p_record_drop, docs/model.md 4) and no later step is shown done, and when a fact is lost together "
+              "with every trace of its source, so the agent goes back to the step that finds it and works forward "
+              "from there (re-exploring, docs/model.md 2.2). Redone steps per session: raw "
+              f"{num(redone[TRAP_RAW], 2)}, masking {num(redone[TRAP_MASK], 2)}, summary "
+              f"{num(redone[TRAP_SUMMARY], 2)}. Mean turns: summary {num(sr.mean(), 1)}, masking "
+              f"{num(m_turns.mean(), 1)}, raw {num(raw_turns.mean(), 1)}. {versus} The paper's own data do not make "
+              f"elongation a general effect: summary/raw mean turns range from {PAPER_TURN_RATIOS[0]:.2f} to "
+              f"{PAPER_TURN_RATIOS[1]:.2f} across its five agents (the authors' per-instance CSV; +20% only for "
+              "Qwen3-Coder). The rate at which summaries leave calls out is a (J) from a proxy (docs/model.md 9): "
+              "the reports of agents redoing finished work after a compaction (OpenHands #10508 and #11910, Claude "
+              "Code #18477, Codex #38931) give no rate. Raw sessions that end early (overflow, a loop) have few "
+              "turns, which moves the ratio without any elongation.")
+    return Check("P3", f"elongation: summary/raw turns in [{ELONGATION_BAND[0]:.1f}, {ELONGATION_BAND[1]:.1f}]",
+                 "soft", setup, f"about +15% turns against raw (Qwen3-Coder; band {ELONGATION_BAND[0]:.1f} to "
+                 f"{ELONGATION_BAND[1]:.1f}), summary more turns than masking; 0.86-1.20 across agents [{TRAP}]",
+                 f"summary/raw {num(ratio, 2)} [{num(lo, 2)}, {num(hi, 2)}]; summary - masking {num(more, 1)} turns",
+                 elongation_verdict(ratio), detail)
+
+
+def _patch_graded(b: Bundle, run_name: str) -> bool:
+    """Whether every scenario of the run is graded on its patch (code_repair's default, docs/model.md 1)."""
+    entries = b.manifests[run_name].scenarios
+    return bool(entries) and all(e.get("name") == "code_repair" and e.get("graded_on", "patch") == "patch"
+                                 for e in entries)
 
 
 def _ratio_of_sums(num_col: np.ndarray, den_col: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:
@@ -174,10 +209,13 @@ def _cost_mechanism(frame: pd.DataFrame, strategy: str) -> str:
 
 
 def refetch_evidence(run_dir: Path, strategy: str, branch: str = "refetch") -> dict[str, float]:
-    """Why ``strategy``'s agent took ``branch`` (re-fetched, by default; or used a wrong value) for a fact,
-    from the decision traces of its calls: how many facts, the share that were still visible (their recall
-    draw failed) with their mean recall probability and the share of those that were latent look-ups, and
-    the mean context tokens at those calls."""
+    """The facts for which ``strategy``'s agent took ``branch`` (by default ``refetch``: a fact visible in
+    no message fetched again by repeating its producing call; or ``wrong``: a wrong value), from the
+    decision traces of its calls: how many facts (``refetches``), the share that were visible (not
+    recalled, or looked past after a followed nudge) with their mean recall probability and the share of
+    those that were latent look-ups, and the mean context tokens at those calls. Re-exploring is not in the
+    traces (the kernel notes the look-ups that sent the agent back and bills the step it went back to);
+    the sessions' ``redone_steps`` count what it cost."""
     filters: list[tuple[str, str, str]] = [("strategy", "==", strategy), ("call_kind", "==", "agent")]
     if branch == "refetch":
         filters.append(("action", "==", "refetch"))
@@ -191,9 +229,10 @@ def refetch_evidence(run_dir: Path, strategy: str, branch: str = "refetch") -> d
         for entry in json.loads(trace):
             if entry.get("branch") != branch:
                 continue
-            if entry.get("visible") and "p" in entry:
+            if entry.get("visible"):
                 visible += 1
-                probabilities.append(float(entry["p"]))
+                if "p" in entry:
+                    probabilities.append(float(entry["p"]))
                 lookup = str(entry.get("lookup", "latent"))
                 kinds[lookup] = kinds.get(lookup, 0) + 1
             else:
@@ -205,7 +244,8 @@ def refetch_evidence(run_dir: Path, strategy: str, branch: str = "refetch") -> d
             "context_tokens": float(calls["context_tokens"].mean()) if len(calls) else float("nan")}
 
 
-def _solve_mechanism(frame: pd.DataFrame, strategy: str, run_dir: Path | None = None) -> str:
+def _solve_mechanism(frame: pd.DataFrame, strategy: str, run_dir: Path | None = None, *,
+                     patch_graded: bool = False) -> str:
     raw = frame[frame["strategy"] == TRAP_RAW]
     other = frame[frame["strategy"] == strategy]
     lines = []
@@ -215,31 +255,50 @@ def _solve_mechanism(frame: pd.DataFrame, strategy: str, run_dir: Path | None = 
                      "observation, and this setup's observations add up past the profile's window (see P0).")
     loops = float(other["loop_detected"].mean())
     if loops > 0.2:
-        lines.append(f"{strategy} loops in {pct(loops)} of sessions: when a fact is not recalled the agent "
-                     "re-fetches it (docs/model.md 2.2), and a re-fetch repeats an earlier call exactly, which the "
-                     "StuckDetector rules (section 7) count as a repeat or an alternation.")
+        lines.append(f"{strategy} loops in {pct(loops)} of sessions: a fact visible in no message is fetched again "
+                     "through the first trace of its source the context shows (docs/model.md 2.2), its stub paged "
+                     "back or its producing call repeated exactly, or found again by going back to the step that "
+                     "finds it; repeated calls and steps done again are what the StuckDetector rules (section 7) "
+                     "count as a repeat or an alternation.")
         if run_dir is not None:
             ev = refetch_evidence(run_dir, strategy)
-            if ev["refetches"]:
-                lines.append(f"Its decision traces show why it re-fetched: of {num(ev['refetches'])} re-fetched facts, "
-                             f"{pct(ev['visible_share'])} were still visible in the context but not recalled (mean "
-                             f"recall probability {num(ev['visible_p'], 2)} at {num(ev['context_tokens'])} context "
-                             f"tokens; {pct(ev['visible_latent_share'])} of those were latent look-ups), the rest had "
-                             "been masked or summarized away. Long sessions keep even the "
-                             "managed context large enough for the profile's recall curve to bite, and a failed "
-                             "recall followed by the same re-fetch, several turns running, is a loop.")
+            lines.append(f"Its decision traces show {num(ev['refetches'])} facts fetched again by a repeated call"
+                         + (f", at {num(ev['context_tokens'])} context tokens on average" if ev["refetches"] else "")
+                         + f"; its sessions redo {num(float(other['redone_steps'].mean()), 1)} steps each on "
+                         f"average (raw {num(float(raw['redone_steps'].mean()), 1)}).")
     wrong = float((other["outcome"] == "wrong_answer").mean())
     if wrong > 0.05:
-        lines.append(f"{strategy} answers wrongly in {pct(wrong)}: a fact that is neither recalled nor re-fetched "
-                     "becomes a wrong value.")
+        if patch_graded:
+            failed = other[other["outcome"] == "wrong_answer"]
+            shortcut = int((failed["unsafe_actions"] > 0).sum())
+            lines.append(f"{strategy} ends with a wrong answer in {pct(wrong)}. code_repair is graded on its patch and "
+                         "its final answer names no facts (docs/model.md 2.3), so a wrong answer here means the "
+                         "patch was not right: an edit step was not done by its own call with its true arguments. "
+                         "A call with a wrong value is refused by the tool and the agent tries again; what "
+                         "completes an edit without its true arguments is its shortcut (deleting the failing test), "
+                         "which the agent may take when a fact the edit needs does not resolve "
+                         f"({shortcut} of its {len(failed)} wrong-answer sessions made such a dangerous call, "
+                         "`unsafe_actions`).")
+        else:
+            lines.append(f"{strategy} answers wrongly in {pct(wrong)}: its final report states a wrong value.")
+        lines.append("Where wrong values come from: a fact that is visible but not recalled becomes one (the agent "
+                     "does not know it misread it, so it never looks for it again); a fact visible in no message "
+                     "becomes one only when the agent invents it (p_confabulate), and is otherwise fetched again "
+                     "from a visible trace of its source (a stub or the producing call) or found again by "
+                     "re-exploring (docs/model.md 2.2). A summary that misstates a value it keeps (p_summary_error, "
+                     "docs/model.md 4) also hands the agent a wrong value, which it recalls as written.")
         if run_dir is not None:
             ev = refetch_evidence(run_dir, strategy, "wrong")
             if ev["refetches"]:
-                lines.append(f"Its decision traces: of {num(ev['refetches'])} facts that became wrong values, "
-                             f"{pct(ev['visible_share'])} were visible but not recalled (mean recall probability "
-                             f"{num(ev['visible_p'], 2)}; {pct(ev['visible_latent_share'])} of them latent look-ups), "
-                             "the rest were no longer in the context (masked or summarized away) and the re-fetch "
-                             "draw failed or there was no producer to re-call.")
+                text = (f"Its decision traces: of {num(ev['refetches'])} facts that became wrong values, "
+                        f"{pct(ev['visible_share'])} were visible but not recalled")
+                if ev["visible_share"] > 0:
+                    text += (f" (mean recall probability {num(ev['visible_p'], 2)}; "
+                             f"{pct(ev['visible_latent_share'])} of them latent look-ups)")
+                if ev["visible_share"] < 1:
+                    text += ("; the rest were visible in no message and were invented (p_confabulate), or were "
+                             "task facts, which no step finds")
+                lines.append(text + ".")
     return " ".join(lines) or "No single mechanism dominates; see the outcome shares."
 
 

@@ -59,6 +59,7 @@ def sessions_frame(rng: np.random.Generator, strategies: dict[str, float], n: in
                 "thrash": int(rng.integers(0, compactions + 1)),
                 "tokens_freed": compactions * int(rng.integers(100, 5000)),
                 "cache_breaking_edits": int(rng.integers(0, compactions + 1)),
+                "redone_steps": int(rng.integers(0, 4)),
             })
     return pd.DataFrame(rows)
 
@@ -260,7 +261,7 @@ def test_metrics_added_for_the_decision_keep_the_old_names() -> None:
     old = {"context_tokens_mean", "input_tokens", "tool_syntax_error_rate", "loop_rate", "latency_mean", "latency_p50",
            "latency_p95", "success_rate", "cost_per_session"}
     added = {"cost_per_solved_session", "cache_hit_share", "compactions", "tokens_freed", "cache_breaking_edits",
-             "thrash_rate"}
+             "thrash_rate", "redone_steps"}
     assert old | added == set(METRICS)
     assert list(METRICS)[:len(old)] == [m for m in METRICS if m in old]
 
@@ -343,6 +344,7 @@ def _columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         "cost_usd": rng.lognormal(0, 1, n), "compactions": (compactions := rng.integers(0, 12, n)),
         "thrash": rng.integers(0, compactions + 1), "tokens_freed": compactions * rng.integers(100, 5000, n),
         "cache_breaking_edits": rng.integers(0, compactions + 1),
+        "redone_steps": rng.integers(0, 4, n),
     }
 
 
