@@ -66,7 +66,6 @@ class RetrievePayload(ToolArgs):
     description = "Read back (a page of) a tool output that was offloaded behind a handle."
     median_latency_s = 0.05
     handle: Annotated[StrictStr, Field(pattern=HANDLE_RE.pattern)]
-    key: StrictStr | None = None
     offset: Annotated[StrictInt, Field(ge=0)] = 0
     length: Annotated[StrictInt, Field(ge=1)] | None = None
 

@@ -101,10 +101,16 @@ def _stub_call(content: str) -> str:
 def is_rewrite(a: Message, b: Message, rewrites: tuple[Rewrite, ...]) -> bool:
     """G4: a keeps b's role, non-result blocks, ids and statuses; each content is b's, or exactly
     its truncated form, placeholder or an allowed rewrite; kind unchanged or placeholder/handle;
-    facts a subset. A call's input may be cleared to ``{}`` (context editing's ``clear_tool_inputs``),
-    id and name kept."""
-    if a.role != b.role or len(a.blocks) != len(b.blocks) or not a.facts <= b.facts:
+    facts a subset, besides those a stub's call line states (a stub names the call it answers, whose
+    arguments may hold values its output does not). A call's input may be cleared to ``{}`` (context
+    editing's ``clear_tool_inputs``), id and name kept."""
+    if a.role != b.role or len(a.blocks) != len(b.blocks):
         return False
+    if not a.facts <= b.facts:
+        stated = {key for block in a.blocks if isinstance(block, ToolResult) and (call := _stub_call(block.content))
+                  for key in a.meter.measure(call)[1]}
+        if not a.facts <= b.facts | stated:
+            return False
     if a.kind != b.kind and a.kind not in ("placeholder", "handle"):
         return False
     for x, y in zip(a.blocks, b.blocks, strict=True):

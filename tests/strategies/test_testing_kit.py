@@ -7,7 +7,7 @@ import pytest
 from hypothesis import find, given
 
 from harness.core.context import Context
-from harness.core.messages import Message, Text, ToolResult, ToolUse
+from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse
 from strategies import CannotReduce, create
 from strategies.split import is_pinned
 from strategies.testing import (
@@ -214,3 +214,13 @@ def test_a_strands_manager_keeps_the_invariants() -> None:
 
     manager = strands_managers.SlidingWindowConversationManager(window_size=3, should_truncate_results=False)
     check_invariants(from_strands(manager), [task(), *turn("a"), *turn("b"), *turn("c")])
+
+
+def test_a_stub_whose_call_names_a_fact_its_output_lacks_is_no_new_content() -> None:
+    # The stub names the call it answers (docs/strategies.md 3.7); the call's argument holds a fact value the
+    # output itself does not, and G4 takes that as the call's, not as new content.
+    meter = TextMeter.for_facts({"bad_pod": "pod-q2kx"})
+    history = [Message.build("user", [Text("find the bad pod")], kind="task", meter=meter),
+               Message.build("assistant", [ToolUse("t1", "kubectl_logs", {"pod": "pod-q2kx"})], meter=meter),
+               Message.build("user", [ToolResult("t1", "success", "INFO all good\n" * 400)], meter=meter)]
+    check_invariants(create("offload_contracts"), history)

@@ -49,7 +49,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "bash": {"command": "git log --oneline -n 5"},
     "submit": {},
     "delete_file": {"path": "tests/test_cart.py"},
-    "retrieve_payload": {"handle": "ref_0123456789ab", "key": "bad_pod"},
+    "retrieve_payload": {"handle": "ref_0123456789ab", "offset": 8000},
 }
 DANGEROUS = {"kubectl_delete_namespace", "db_drop_table", "delete_file"}
 
