@@ -185,7 +185,7 @@ class Profile(BaseModel):
         """Probability of finding a visible fact's value, at prompt length L and relative position x, for
         a look-up of that kind. The middle trough applies to latent look-ups only (docs/model.md v3
         change 5): it comes from Lost in the Middle's question answering; the depth-resolved needle
-        results found (Kamradt's GPT-4-1106 and Claude 2.1 runs) show no mid-context trough of that shape
+        results we read (Kamradt's raw GPT-4-1106 run) show no mid-context trough of that shape
         (GPT-4-1106 loses needles at 7-21% depth only past 64K tokens, which its length curve holds)."""
         depth = self.trough_depth(tokens) if lookup == "latent" else 0.0
         position_factor = 1.0 - depth * math.sin(math.pi * position) ** 2

@@ -207,7 +207,7 @@ def _seed_article_lines(b: Bundle, seed_rows: Sequence[SeedRow]) -> list[str]:
                       [[r.metric, r.article_a, r.article_b, r.ours_a, r.ours_b, r.delta, r.direction]
                        for r in seed_rows])
     lines += ["", f"### What moved since the previous document (git {PREVIOUS_COMMIT})", "",
-              "The model changes between that run and this one (mock model v2, then v3), each a candidate cause:",
+              "The model changes between that run and this one (mock model v3), each a candidate cause:",
               "", *changes_lines(), ""]
     lines += seed_history(list(seed_rows), b.loop_shapes)
     profiles_n = _n(b, "seed-article-profiles")

@@ -1,7 +1,7 @@
 """What moved since the previous published document: its figures for the seed article and the sweep,
-kept as data in ``reports/validation/history.json`` (copied from docs/validation.md as generated at the
-commit the file names, the run before the mock model's v2 changes), set beside this run's, with the model
-changes between the two (v2's and v3's) that can move them. The comparison is computed; only the previous
+kept as data in ``reports/validation/history.json`` (the figures of docs/validation.md as generated at the
+commit the file names, the run of mock model v2), set beside this run's, with the model changes between the
+two (v3's) that can move them. The comparison is computed; only the previous
 figures and the list of changes are written by hand.
 """
 
@@ -28,32 +28,9 @@ _HISTORY: dict[str, Any] = json.loads(resources.files("reports.validation").join
 
 #: The previous document's run.
 PREVIOUS_COMMIT: str = _HISTORY["previous_commit"]
-#: The mock-model changes between that run and this one (docs/model.md 2.1, 2.2, 3.2 and 11), each with the
+#: The mock-model changes between that run and this one (docs/model.md, "v3 in one paragraph"), each with the
 #: figures it can move. A "what moved" line names the candidates; the loop shapes show which acted.
 CHANGES: tuple[str, ...] = tuple(_HISTORY["changes"])
-#: The changes of mock model v3 (docs/model.md, "v3 in one paragraph"), made after those of ``CHANGES`` and
-#: also between that run and this one, each with the figures it can move.
-V3_CHANGES: tuple[str, ...] = (
-    "progress from the context: the agent takes up the step after the last one its context shows done, so work "
-    "whose every trace has left the context is done again (`redone_steps`; more turns where a strategy drops "
-    "calls or a summary leaves them out of its record)",
-    "a fact visible in no message is fetched again only through a visible trace of its source (its stub, or the "
-    "call that produced it), else the agent goes back to the step that finds it; a visible fact that is not "
-    "recalled becomes a wrong value, never a re-fetch (fewer re-fetches and re-fetch loops, more wrong values "
-    "and redone steps)",
-    "the agent's reasoning restates some facts new in each output (`p_note`), and the notes outlive masking and "
-    "clearing (fewer facts lost under masking)",
-    "`p_confabulate` (0.21-0.27, from AbstentionBench) replaces `p_refetch`: the rate at which an agent invents a "
-    "value it can see it lacks",
-    "literal look-ups have no middle-of-context trough, and the look-up kind follows the message that holds the "
-    "value (a note, a summary line or a call is read as a literal look-up)",
-    "a fact may be stated in another form than its value (code_repair's line in an edit call or a diff hunk)",
-    "code_repair is graded on its patch, not on a five-fact report (its final answer names no facts)",
-    "summaries misstate some kept values (`p_summary_error`) and record the calls done, leaving some out "
-    "(`p_record_drop`)",
-    "offload stubs name the call that produced the output, never fact keys, and a retrieve pages by handle and "
-    "offset (a fact is found only where a page holds it)",
-)
 #: The previous run's seed-article figures (examples/seed-article.toml, frontier, 5,000 sessions): metric
 #: -> (A, B), as the document printed them.
 PREVIOUS_SEED: dict[str, tuple[float, float]] = {
@@ -171,5 +148,5 @@ def sweep_history(b: Bundle) -> list[str]:
 
 
 def changes_lines() -> list[str]:
-    """The model changes since the previous run, as a list: v2's, then v3's."""
-    return [f"- (v2) {c}" for c in CHANGES] + [f"- (v3) {c}" for c in V3_CHANGES]
+    """The model changes since the previous run, as a list."""
+    return [f"- {c}" for c in CHANGES]

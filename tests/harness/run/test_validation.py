@@ -436,6 +436,6 @@ def test_the_document_says_what_moved(validated: tuple[Path, Path, rv.Validation
     _, doc, _ = validated
     text = doc.read_text()
     assert text.count("### What moved since the previous document (git 96cf1ee86859)") == 2
-    assert "- (v3) progress from the context" in text
+    assert "- progress from the context" in text
     assert "| metric | A at 96cf1ee86859 | A now | change |" in text
     assert "mean change in success per profile" in text
