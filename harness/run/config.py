@@ -22,6 +22,7 @@ import scenarios
 import strategies
 from harness.core.suggest import did_you_mean, unknown_param
 from harness.core.switches import Switches
+from harness.sim.model import MOCK_MODEL_VERSION
 from harness.sim.profiles import PROFILE_NAMES, Profile, TomlFileError, profile, profile_from_table, read_toml
 
 #: The embedded default config: ``harness/default.toml`` is a link to ``examples/default.toml`` in the
@@ -503,9 +504,16 @@ class RunConfig(BaseModel):
         return data
 
     def config_hash(self) -> str:
-        """sha256 of the resolved config (`content_hash`); executor, jobs and scheduler are excluded
+        """sha256 of the resolved config (`content_hash`) and the mock model's version (a run directory
+        made by another model is another run's, never resumed); executor, jobs and scheduler are excluded
         because they never change the results."""
-        return content_hash(self.resolved())
+        return simulated_hash(self.resolved())
+
+
+def simulated_hash(resolved: dict[str, Any]) -> str:
+    """The config hash of a simulated run with this resolved config: `content_hash` of it and of the mock
+    model's version, so that a directory another model version wrote is refused rather than resumed."""
+    return content_hash({**resolved, "mock_model_version": MOCK_MODEL_VERSION})
 
 
 def content_hash(data: Any) -> str:

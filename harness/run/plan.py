@@ -16,7 +16,7 @@ from harness.core import tables
 from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE
 from harness.core.shard import Shard
 from harness.core.switches import Switches
-from harness.run.config import RunConfig, content_hash
+from harness.run.config import RunConfig, simulated_hash
 from harness.run.parts import BatchResult
 from harness.run.table_writer import TableSpec
 
@@ -219,7 +219,7 @@ class RunPlan:
             specs_of_tables.append(TableSpec(EVENTS_TABLE, "events", "fixed", schema=EVENT_SCHEMA,
                                              keys=tables.EVENT_ROW_KEY))
         return cls(
-            config=config, config_hash=content_hash(resolved), batches=tuple(plan(config)), shard=shard,
+            config=config, config_hash=simulated_hash(resolved), batches=tuple(plan(config)), shard=shard,
             scenario_names=tuple(s.name for s in config.scenarios), labels=tuple(v.label for v in variants),
             tables=tuple(specs_of_tables), stamp=resolved,
             manifest={"root_seed": config.seed, "strategies": resolved["strategies"],

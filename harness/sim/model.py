@@ -29,6 +29,10 @@ from harness.sim.view import ContextView, Plan, PlanStep, Reader, hole, label
 from scenarios.base import LITERAL_PREFIX, Lookup, Step
 from scenarios.draws import BASE32
 
+#: The mock model's version (docs/model.md): part of every simulated run's config hash, so a run directory
+#: written by another version is refused instead of resumed into a table that mixes two models.
+MOCK_MODEL_VERSION = 3
+
 MalformedKind = Literal["missing_field", "wrong_type", "invalid_json", "text_only", "name_variant"]
 #: Shares of malformed-call kinds (J, docs/model.md 3.1).
 MALFORMED_SHARES: tuple[tuple[MalformedKind, float], ...] = (
@@ -637,5 +641,17 @@ class MockModel:
         (`harness.sim.summaries.summary_text`)."""
         return summary_text(self, view, messages, at_step, n, tokens_in)
 
-__all__ = ["MALFORMED_SHARES", "MALFORMED_SHARES_WITH_VARIANT", "NAME_VARIANT_SHARE", "Decision", "Mechanisms",
-           "MockModel", "Pointer", "ToolCall", "concrete_args", "literal_value", "name_variant"]
+__all__ = [
+    "MALFORMED_SHARES",
+    "MALFORMED_SHARES_WITH_VARIANT",
+    "MOCK_MODEL_VERSION",
+    "NAME_VARIANT_SHARE",
+    "Decision",
+    "Mechanisms",
+    "MockModel",
+    "Pointer",
+    "ToolCall",
+    "concrete_args",
+    "literal_value",
+    "name_variant",
+]

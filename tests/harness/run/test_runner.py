@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import harness.run.config as config_module
 import harness.run.worker
 import scenarios
 from harness.cli import main as cli_main
@@ -285,6 +286,18 @@ def test_other_config_into_existing_directory_raises_and_leaves_it_untouched(tmp
     with pytest.raises(RunError, match="holds a run of another config") as info:
         run(tiny(**changes), out, quiet=True)
     assert "\n" not in str(info.value)
+    assert snapshot(out) == before
+
+
+def test_a_directory_another_mock_model_version_wrote_is_refused_not_resumed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    monkeypatch.setattr(config_module, "MOCK_MODEL_VERSION", config_module.MOCK_MODEL_VERSION - 1)
+    run(tiny(), out, quiet=True)  # the same config, as the previous model version stamped it
+    monkeypatch.undo()
+    before = snapshot(out)
+    with pytest.raises(RunError, match="another config or mock model version"):
+        run(tiny(), out, quiet=True)
     assert snapshot(out) == before
 
 
