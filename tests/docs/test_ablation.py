@@ -3,24 +3,17 @@ writes a table row per arm and model, and the kept output matches the arms the s
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-SCRIPT = ROOT / "docs" / "validation" / "ablation.py"
-KEPT = ROOT / "docs" / "validation" / "ablation.json"
+from tests.docs.scripts import SCRIPTS, load_script
+
+KEPT = SCRIPTS / "ablation.json"
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ablation", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ablation"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("ablation")
 
 
 def test_each_arm_switches_off_what_it_names() -> None:

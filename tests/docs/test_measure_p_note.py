@@ -8,32 +8,18 @@ public transcripts, the script is run on it and must reproduce docs/validation/p
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-SCRIPT = ROOT / "docs" / "validation" / "measure_p_note.py"
-KEPT_OUTPUT = ROOT / "docs" / "validation" / "p_note_measurement.json"
+from tests.docs.scripts import SCRIPTS, load_script
 
+KEPT_OUTPUT = SCRIPTS / "p_note_measurement.json"
 
-def _load_script() -> ModuleType:
-    """The script as a module (it is a file under docs/, not a package); registered so dataclasses resolve."""
-    spec = importlib.util.spec_from_file_location("measure_p_note", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-measure_p_note = _load_script()
+measure_p_note = load_script("measure_p_note")
 
 
 def _trajectory() -> dict[str, Any]:
