@@ -435,7 +435,7 @@ def test_the_document_lists_the_v3_profile_values_and_the_ablation_only_when_wri
 def test_the_document_says_what_moved(validated: tuple[Path, Path, rv.ValidationResult]) -> None:
     _, doc, _ = validated
     text = doc.read_text()
-    assert text.count("### What moved since the previous document (git 96cf1ee86859)") == 2
+    assert text.count("### What moved since the previous document (git df9eec92af33)") == 2
     assert "- progress from the context" in text
-    assert "| metric | A at 96cf1ee86859 | A now | change |" in text
+    assert "| metric | A at df9eec92af33 | A now | change |" in text
     assert "mean change in success per profile" in text
