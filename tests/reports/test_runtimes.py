@@ -92,4 +92,4 @@ def test_the_decision_says_how_far_the_simulator_is_validated_for_this_setting(r
     section = decision_section(report)
     status = next(line for line in section.splitlines() if line.startswith("Validation ("))
     assert status.startswith("Validation (frontier, five-family mix)")
-    assert "M1b" in status and "docs/validation.md" in status
+    assert "published effects checked" in status and "LC3" in status and "docs/validation.md" in status
