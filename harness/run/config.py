@@ -511,9 +511,14 @@ class RunConfig(BaseModel):
 
 
 def simulated_hash(resolved: dict[str, Any]) -> str:
-    """The config hash of a simulated run with this resolved config: `content_hash` of it and of the mock
-    model's version, so that a directory another model version wrote is refused rather than resumed."""
-    return content_hash({**resolved, "mock_model_version": MOCK_MODEL_VERSION})
+    """The config hash of a simulated run with this resolved config: `content_hash` of it, of the mock
+    model's version and of the values of every built-in profile it names (a config names one by its name
+    only), so that a directory another model version or other profile values wrote is refused rather than
+    resumed."""
+    named = {str(resolved.get("model"))} | {str(e["model"]) for e in resolved.get("strategies", ())
+                                             if isinstance(e, dict) and isinstance(e.get("model"), str)}
+    values = {name: profile(name).model_dump(mode="json") for name in sorted(named) if name in PROFILE_NAMES}
+    return content_hash({**resolved, "mock_model_version": MOCK_MODEL_VERSION, "profile_values": values})
 
 
 def content_hash(data: Any) -> str:

@@ -132,8 +132,9 @@ class RunDirectory:
         if stamp.exists() or stamp.is_symlink():
             previous = stamp_hash(self.path)
             if previous != plan.config_hash:
-                raise RunError(f"{self.path} holds a run of another config or mock model version (hash "
-                               f"{previous[:12]}, this one {plan.config_hash[:12]}); use --out for a new directory")
+                raise RunError(f"{self.path} holds a run of another config (or mock model version, or profile "
+                               f"values; hash {previous[:12]}, this one {plan.config_hash[:12]}); use --out for a "
+                               "new directory")
             if not resume:
                 raise RunError(f"{self.path} already holds this run; drop --no-resume to resume it or use --out")
             self._check_shard_fits(plan)

@@ -18,6 +18,7 @@ import pytest
 
 import harness.run.config as config_module
 import harness.run.worker
+import harness.sim.profiles as profiles_module
 import scenarios
 from harness.cli import main as cli_main
 from harness.core.rundir import CALLS_TABLE, EVENTS_TABLE, SESSIONS_TABLE
@@ -296,9 +297,22 @@ def test_a_directory_another_mock_model_version_wrote_is_refused_not_resumed(
     run(tiny(), out, quiet=True)  # the same config, as the previous model version stamped it
     monkeypatch.undo()
     before = snapshot(out)
-    with pytest.raises(RunError, match="another config or mock model version"):
+    with pytest.raises(RunError, match="holds a run of another config"):
         run(tiny(), out, quiet=True)
     assert snapshot(out) == before
+
+
+def test_a_directory_written_with_other_values_of_a_builtin_profile_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A config names a built-in profile by its name only; its values are hashed all the same.
+    out = tmp_path / "run"
+    model = tiny().model
+    assert isinstance(model, str)
+    monkeypatch.setitem(profiles_module._BUILTIN, model, {**profiles_module._BUILTIN[model], "p_note": 0.5})
+    run(tiny(), out, quiet=True)
+    monkeypatch.undo()
+    with pytest.raises(RunError, match="holds a run of another config"):
+        run(tiny(), out, quiet=True)
 
 
 def test_no_resume_on_existing_run_raises_and_leaves_it_untouched(tmp_path: Path) -> None:
