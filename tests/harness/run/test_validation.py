@@ -319,7 +319,7 @@ def test_calibration_gaps_set_every_published_level_beside_its_profile(
     rows = rv.calibration_gaps(rv.load_bundle(out))
     assert len(rows) == sum(1 for p in rv.PUBLISHED_POINTS if p.length is not None)
     ruler_128k = next(r for r in rows if r[0] == "RULER: GPT-4-1106" and r[3].startswith("128K"))
-    assert ruler_128k[1:3] == ["mid", "literal"] and ruler_128k[4] == "81.2%"
+    assert ruler_128k[1:3] == ["mid", "literal"] and ruler_128k[4] == "84.8%"
     assert "| RULER: GPT-4-1106 | mid | literal |" in doc.read_text()
 
 
@@ -409,7 +409,7 @@ def test_literal_sources_name_each_profiles_ruler_row() -> None:
     sources = literal_sources()
     assert set(sources) == {"frontier", "mid", "small", "stress-2023"}
     assert sources["mid"]["row"] == "GPT-4-1106-preview"
-    assert sources["mid"]["accuracy"][0] == pytest.approx(96.6) and sources["mid"]["lengths"][0] == 4096
+    assert sources["mid"]["accuracy"][0] == pytest.approx(99.9) and sources["mid"]["lengths"][0] == 4096
 
 
 def test_with_profile_keeps_the_other_model_fields() -> None:
