@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from harness.core.rundir import CALLS_TABLE, HIDDEN_TABLE, PLOTS_DIR, REPORT_HTML, REPORT_MD, SESSIONS_TABLE
-from reports.blocks import Figure, Page, Paragraph, Section, TableBlock, page_files
+from reports.blocks import Block, Figure, Page, Paragraph, Section, TableBlock, page_files
 from reports.inputs import NUMBER, TEXT, OpenRun, ReportInputError, read_table
 from reports.outputs import write_files
 from reports.plots import new_figure, no_data, plot_style, strategy_colours, thousands
@@ -46,15 +46,20 @@ ACCOUNTING_METRICS: tuple[Metric, ...] = (
     Metric("hidden_output_tokens", "tokens of hidden tool outputs per session", "tokens", "mean",
            "hidden_output_tokens"),
     Metric("calls_not_sent", "calls that did not fit the window per session", "calls", "mean", "calls_not_sent"),
+    Metric("needed_hidden", "needed values hidden per session", "values", "mean", "needed_hidden"),
 )
 #: The metrics each strategy is compared on against unbounded.
-PAIRED = ("input_tokens", "cost_per_session", "hidden_output_tokens")
+PAIRED = ("input_tokens", "cost_per_session", "hidden_output_tokens", "needed_hidden")
 
 _SESSIONS_READ = {"scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "trace": TEXT, "session_id": TEXT,
-                    "format": TEXT, "recorded_calls": NUMBER, "output_tokens": NUMBER,
+                    "format": TEXT, "recorded_calls": NUMBER, "output_tokens": NUMBER, "needed_values": NUMBER,
                     **{c: NUMBER for m in ACCOUNTING_METRICS for c in m.columns}}
+#: Columns of a replay's sessions table that its report reads when present (a directory written before they
+#: existed lacks them).
+_SESSIONS_OPTIONAL = ("trace_model", "recorded_input_tokens", "recorded_usage_calls", "reading_notes")
 _CALLS_READ = {"session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
                  "input_tokens": NUMBER}
+_CALLS_OPTIONAL = ("recorded_input_tokens",)
 _HIDDEN_COLUMNS = {"session_index": NUMBER, "strategy": TEXT, "tool_use_id": TEXT, "tool": TEXT, "tokens": NUMBER,
                    "first_hidden_call": NUMBER, "how": TEXT}
 
@@ -160,14 +165,149 @@ def _prompt_plot(calls: pd.DataFrame, order: Sequence[str]) -> bytes:
         return buffer.getvalue()
 
 
-def accounting_page(title: str, lead: str, tables: dict[str, Table], png: bytes, png_path: str) -> Page:
-    """The report as blocks: what is exact and what is not, then a section per table of
-    :func:`accounting_tables`, then the prompt-tokens plot (``png``, linked at ``png_path`` from Markdown)."""
-    sections = [
+def never_triggered(sessions: pd.DataFrame, order: Sequence[str]) -> list[str]:
+    """The strategies that changed nothing on these sessions: every session sent what unbounded sent (the same
+    input tokens), with no compaction, summary call or hidden output."""
+    if BASELINE not in order:
+        return []
+    base = sessions[sessions["strategy"] == BASELINE].set_index("session_index")["input_tokens"]
+    out = []
+    for strategy in order:
+        if strategy == BASELINE:
+            continue
+        rows = sessions[sessions["strategy"] == strategy].set_index("session_index")
+        same = rows["input_tokens"].reindex(base.index).to_numpy(dtype=float) == base.to_numpy(dtype=float)
+        if (len(rows) and same.all() and not rows["compactions"].any() and not rows["summary_calls"].any()
+                and not rows["hidden_outputs"].any()):
+            out.append(strategy)
+    return out
+
+
+_PRICE_FIELDS = (("price_in", "input"), ("price_cache_read", "cached input"), ("price_cache_write", "cache write"),
+                 ("price_out", "output"))
+
+
+def assumptions_table(run: OpenRun, sessions: pd.DataFrame, order: Sequence[str]) -> Table:
+    """What the numbers assumed: the traces' models, the profile's window, prices and cache rules, and each
+    strategy's parameters (those that never triggered marked)."""
+    model = run.manifest.model
+    models = sorted({str(m) for m in sessions.get("trace_model", pd.Series(dtype=str)).dropna() if str(m)})
+    rows = [[Cell("models the traces name", css="name"), Cell(", ".join(models) or "none named")],
+            [Cell("model profile", css="name"), Cell(str(model.get("name") or "custom"))],
+            [Cell("window", css="name"), Cell(f"{int(model.get('window_tokens', 0)):,} tokens")],
+            [Cell("prices (USD per million tokens)", css="name"),
+             Cell("; ".join(f"{label} {float(model[key]):g}" for key, label in _PRICE_FIELDS if key in model))]]
+    if model.get("caching") is False:
+        cache = "off"
+    else:
+        cache = (f"prefix cache from {model.get('cache_min_tokens')} tokens, lifetime {model.get('cache_ttl_s')} s, "
+                 f"in steps of {model.get('cache_granularity')} tokens")
+    rows.append([Cell("cache rules", css="name"), Cell(cache)])
+    params = {str(v.get("label") or v.get("name")): v.get("params") for v in run.manifest.variants}
+    quiet = set(never_triggered(sessions, order))
+    controls = _controls(run)
+    for strategy in order:
+        given = params.get(strategy)
+        text = ", ".join(f"{k} = {v}" for k, v in sorted((given or {}).items())) or "defaults"
+        if strategy in quiet:
+            text += " (never triggered: identical to unbounded)"
+        if strategy in controls:
+            text += " (a control)"
+        rows.append([Cell(f"strategy {strategy}", css="name"), Cell(text)])
+    return Table("assumptions", ["what", "value"], rows, numeric=False)
+
+
+def _controls(run: OpenRun) -> set[str]:
+    return {str(v.get("label") or v.get("name")) for v in run.manifest.variants if v.get("control")}
+
+
+def usage_tables(sessions: pd.DataFrame, calls: pd.DataFrame) -> tuple[Table | None, Table | None]:
+    """ctxbench's unbounded count against the usage the traces recorded: per session (with the ratio) and per
+    trace model (the ratio of sums); None where nothing was recorded."""
+    if "recorded_input_tokens" not in sessions or BASELINE not in set(sessions["strategy"]):
+        return None, None
+    base = sessions[(sessions["strategy"] == BASELINE) & sessions["recorded_input_tokens"].notna()]
+    if base.empty:
+        return None, None
+    per_call = calls[(calls["strategy"] == BASELINE) & (calls["call_kind"] == "agent")] if not calls.empty else calls
+    if "recorded_input_tokens" in per_call:
+        per_call = per_call[per_call["recorded_input_tokens"].notna()]
+    rows: list[list[Cell]] = []
+    sums: dict[str, tuple[float, float]] = {}
+    for r in base.itertuples():
+        recorded = float(r.recorded_input_tokens)
+        covered = per_call[per_call["session_index"] == r.session_index] if "recorded_input_tokens" in per_call \
+            else per_call.iloc[0:0]
+        # Per-call usage: compare the calls it covers; a session total: the whole session.
+        ours = float(covered["input_tokens"].sum()) if len(covered) else float(r.input_tokens)
+        model = str(getattr(r, "trace_model", "") or "unnamed")
+        ours_sum, recorded_sum = sums.get(model, (0.0, 0.0))
+        sums[model] = (ours_sum + ours, recorded_sum + recorded)
+        rows.append([Cell(str(int(r.session_index)), css="name", sub=str(r.session_id)), Cell(model),
+                     Cell(str(int(getattr(r, "recorded_usage_calls", 0) or 0))), Cell(f"{recorded:,.0f}"),
+                     Cell(f"{ours:,.0f}"), Cell(f"{ours / recorded:.3f}" if recorded else "-")])
+    per_session = Table("usage", ["session", "model", "calls recorded", "recorded input tokens",
+                                  "ctxbench (unbounded)", "ratio"], rows)
+    per_model = Table("usage-models", ["model", "recorded input tokens", "ctxbench (unbounded)", "ratio"],
+                      [[Cell(m, css="name"), Cell(f"{rec:,.0f}"), Cell(f"{ours:,.0f}"),
+                        Cell(f"{ours / rec:.3f}" if rec else "-")] for m, (ours, rec) in sorted(sums.items())])
+    return per_session, per_model
+
+
+def _usage_plot(calls: pd.DataFrame) -> bytes | None:
+    """ctxbench's input tokens per call against the recorded ones (unbounded), on log axes with y = x."""
+    if calls.empty or "recorded_input_tokens" not in calls:
+        return None
+    rows = calls[(calls["strategy"] == BASELINE) & (calls["call_kind"] == "agent")
+                 & calls["recorded_input_tokens"].notna()]
+    if rows.empty:
+        return None
+    with plot_style():
+        fig, ax = new_figure()
+        recorded = rows["recorded_input_tokens"].to_numpy(dtype=float)
+        ours = rows["input_tokens"].to_numpy(dtype=float)
+        ax.scatter(recorded, ours, s=14, alpha=0.7)
+        low, high = max(1.0, float(min(recorded.min(), ours.min()))), float(max(recorded.max(), ours.max()))
+        ax.plot([low, high], [low, high], color="#999999", linewidth=1, linestyle="--", label="equal")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("recorded input tokens of the call (the provider's count)")
+        ax.set_ylabel("ctxbench's count (unbounded)")
+        ax.legend(frameon=False)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
+def _notes(sessions: pd.DataFrame) -> list[str]:
+    if "reading_notes" not in sessions:
+        return []
+    notes: dict[str, None] = {}
+    for text in sessions.drop_duplicates("session_index")["reading_notes"].dropna():
+        for line in str(text).splitlines():
+            if line:
+                notes.setdefault(line, None)
+    return list(notes)
+
+
+def accounting_page(title: str, lead: str, tables: dict[str, Table], png: bytes, png_path: str, *,
+                    usage_png: bytes | None = None, usage_path: str = "", notes: Sequence[str] = ()) -> Page:
+    """The report as blocks: what it assumed (``tables["assumptions"]``, when given), what is exact and what is
+    not, then a section per table of :func:`accounting_tables`, the recorded usage (when the traces hold it),
+    the reading notes, then the prompt-tokens plot (``png``, linked at ``png_path`` from Markdown)."""
+    sections = []
+    if "assumptions" in tables:
+        sections.append(Section("What these numbers assume", [TableBlock(tables["assumptions"])],
+                                how="The model the traces name, the profile whose window, prices and cache rules "
+                                    "priced every call, and each strategy's parameters. A strategy that never "
+                                    "triggered sent what unbounded sent on every session."))
+    sections += [
         Section("Exact accounting", [Paragraph(EXACT_NOTE, kind="note-box")]),
         Section("Per strategy", [TableBlock(tables["strategies"])],
                 how="Each cell: the mean over the recorded sessions (the cache-hit share: cached over all input "
-                    "tokens) and its 95% bootstrap interval over sessions."),
+                    "tokens) and its 95% bootstrap interval over sessions. A needed value is one the agent wrote in "
+                    "a later call's arguments or its answer that first appeared in an earlier tool output; hidden: "
+                    "visible nowhere in the window sent with the call that used it."),
     ]
     if "paired" in tables:
         sections.append(Section(f"Against {BASELINE} (what the sessions really sent)", [TableBlock(tables["paired"])],
@@ -179,6 +319,19 @@ def accounting_page(title: str, lead: str, tables: dict[str, Table], png: bytes,
                                 how="A recorded tool output a strategy removed from the window or replaced "
                                     "(placeholder, stub, truncation, summary) at some call; 'first call without it' "
                                     "counts agent calls from 0."))
+    if "usage" in tables:
+        blocks: list[Block] = [TableBlock(tables["usage-models"]), TableBlock(tables["usage"])]
+        if usage_png is not None:
+            blocks.append(Figure(usage_png, usage_path, alt="ctxbench's input tokens against the recorded ones"))
+        sections.append(Section("Token counts against the recorded usage", blocks,
+                                how="The provider's own input-token counts, as the trace recorded them (per call, or "
+                                    "the session's total), against ctxbench's count of what unbounded sent (the "
+                                    "same calls): the ratio says how far the tokenizer and the prompt ctxbench "
+                                    "rebuilds (system prompt, tool schemas, messages) are from what was billed."))
+    if notes:
+        sections.append(Section("How the traces were read", [Paragraph("; ".join(notes))],
+                                how="What reading had to assume or change (fragments, reused tool ids, text actions "
+                                    "read as tool calls, transcripts with no tool call)."))
     sections += [
         Section("Recorded sessions", [TableBlock(tables["traces"])],
                 how="The sessions read, in the order of the run's session index."),
@@ -188,35 +341,51 @@ def accounting_page(title: str, lead: str, tables: dict[str, Table], png: bytes,
 
 
 def write_accounting_report(run: OpenRun, formats: Sequence[str]) -> list[Path]:
-    """Write ``report.html`` / ``report.md`` and ``plots/accounting-prompt-tokens.png`` for an accounting run."""
+    """Write ``report.html`` / ``report.md`` and its plots (``plots/accounting-*.png``) for an accounting run."""
     sessions = read_table(run.path / SESSIONS_TABLE, _SESSIONS_READ)
     if sessions.empty:
         raise ReportInputError(f"{run.path / SESSIONS_TABLE}: no sessions")
-    calls = read_table(run.path / CALLS_TABLE, _CALLS_READ)
+    calls = read_table(run.path / CALLS_TABLE, _CALLS_READ, optional=_CALLS_OPTIONAL)
     hidden_path = run.path / HIDDEN_TABLE
     hidden = read_table(hidden_path, _HIDDEN_COLUMNS) if hidden_path.exists() else pd.DataFrame(
         columns=list(_HIDDEN_COLUMNS))
     order = _order(sorted(set(sessions["strategy"])), run.manifest.strategy_order())
     tables = accounting_tables(sessions, hidden, order)
+    tables["assumptions"] = assumptions_table(run, sessions, order)
+    per_session, per_model = usage_tables(sessions, calls)
+    if per_session is not None and per_model is not None:
+        tables["usage"], tables["usage-models"] = per_session, per_model
     png_path = run.path / PLOTS_DIR / "accounting-prompt-tokens.png"
+    usage_path = run.path / PLOTS_DIR / "accounting-recorded-usage.png"
     png = _prompt_plot(calls, order)
-    lead = _lead(sessions, order)
+    usage_png = _usage_plot(calls) if "usage" in tables else None
+    lead = _lead(sessions, order, _controls(run), never_triggered(sessions, order))
     title = f"ctxbench accounting report: {run.run_id}"
-    page = accounting_page(title, lead, tables, png, f"{PLOTS_DIR}/{png_path.name}")
+    page = accounting_page(title, lead, tables, png, f"{PLOTS_DIR}/{png_path.name}", usage_png=usage_png,
+                           usage_path=f"{PLOTS_DIR}/{usage_path.name}", notes=_notes(sessions))
     pages = page_files(page, formats, run.path / REPORT_HTML, run.path / REPORT_MD)
-    write_files(run.path, {png_path: png, **pages})
+    files: dict[Path, bytes] = {png_path: png, **pages}
+    if usage_png is not None:
+        files[usage_path] = usage_png
+    write_files(run.path, files)
     return list(pages)
 
 
-def _lead(sessions: pd.DataFrame, order: Sequence[str]) -> str:
-    """The fewest input tokens and the lowest cost among the strategies that sent every call, each against
-    unbounded, with what that strategy hides."""
+def _lead(sessions: pd.DataFrame, order: Sequence[str], controls: set[str] = frozenset(),  # type: ignore[assignment]
+          quiet: Sequence[str] = ()) -> str:
+    """The recommendation: among the strategies that sent every call and are not controls, those that hid no
+    needed value (else the fewest, with the count; never the one that hid the most), the lowest cost, with its
+    tokens against unbounded; then the controls and the strategies that never triggered."""
     means = sessions.groupby("strategy")[["input_tokens", "cost_usd", "hidden_outputs", "hidden_output_tokens",
                                           "calls_not_sent"]].mean()
-    fitting = [s for s in order if s in means.index and means.loc[s, "calls_not_sent"] == 0]
+    needed_hidden = sessions.groupby("strategy")["needed_hidden"].sum()
+    needed = int(sessions[sessions["strategy"] == order[0]]["needed_values"].sum()) if order else 0
     count = sessions["session_index"].nunique()
+    # A strategy that never triggered sent what unbounded sent: it is unbounded here, not a choice of its own.
+    fitting = [s for s in order if s in means.index and means.loc[s, "calls_not_sent"] == 0 and s not in controls
+               and s not in quiet]
     if not fitting:
-        return f"{count} recorded sessions; no strategy fit every call into the profile's window."
+        return f"{count} recorded sessions; no strategy (controls aside) fit every call into the profile's window."
 
     def against_baseline(strategy: str, column: str) -> str:
         if BASELINE in means.index and strategy != BASELINE and means.loc[BASELINE, column]:
@@ -224,15 +393,28 @@ def _lead(sessions: pd.DataFrame, order: Sequence[str]) -> str:
             return f", {change:+.0%} against {BASELINE}"
         return ""
 
-    def hides(strategy: str) -> str:
-        return (f"hiding {means.loc[strategy, 'hidden_outputs']:.1f} tool outputs "
-                f"({means.loc[strategy, 'hidden_output_tokens']:,.0f} tokens) per session")
-
-    fewest = min(fitting, key=lambda s: (means.loc[s, "input_tokens"], order.index(s)))
-    cheapest = min(fitting, key=lambda s: (means.loc[s, "cost_usd"], order.index(s)))
-    text = (f"{count} recorded sessions, {len(order)} strategies, among those that sent every call: fewest input "
-            f"tokens, {fewest} ({means.loc[fewest, 'input_tokens']:,.0f} per session"
-            f"{against_baseline(fewest, 'input_tokens')}; {hides(fewest)}); lowest cost, {cheapest} "
-            f"(${means.loc[cheapest, 'cost_usd']:,.4f} per session{against_baseline(cheapest, 'cost_usd')}; "
-            f"{hides(cheapest)}).")
+    fewest_hidden = min(int(needed_hidden.get(s, 0)) for s in fitting)
+    if needed and 2 * fewest_hidden > needed:
+        return (f"{count} recorded sessions, {len(order)} strategies: none to recommend. Every strategy that sent "
+                f"every call hid most of the {needed:,} values the agents used from earlier tool outputs (the fewest, "
+                f"{fewest_hidden:,}).")
+    pool = [s for s in fitting if int(needed_hidden.get(s, 0)) == fewest_hidden]
+    pick = min(pool, key=lambda s: (means.loc[s, "cost_usd"], means.loc[s, "input_tokens"], order.index(s)))
+    if not needed:
+        safety = "the transcripts show no value the agent took from a tool output, so nothing says what a strategy " \
+                 "may hide"
+    elif fewest_hidden == 0:
+        safety = f"it hid none of the {needed:,} values the agents used from earlier tool outputs"
+    else:
+        safety = (f"every strategy hid some of the {needed:,} values the agents used from earlier tool outputs; it "
+                  f"hid the fewest, {fewest_hidden:,}")
+    text = (f"{count} recorded sessions, {len(order)} strategies. Recommended: {pick}, the lowest cost among the "
+            f"strategies that sent every call and hid the fewest needed values (${means.loc[pick, 'cost_usd']:,.4f} "
+            f"per session{against_baseline(pick, 'cost_usd')}; {means.loc[pick, 'input_tokens']:,.0f} input tokens"
+            f"{against_baseline(pick, 'input_tokens')}); {safety}.")
+    shown = [c for c in order if c in controls]
+    if shown:
+        text += f" Controls, not candidates: {', '.join(shown)}."
+    if quiet:
+        text += f" Never triggered on these sessions (identical to {BASELINE}): {', '.join(quiet)}."
     return text

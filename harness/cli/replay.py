@@ -17,6 +17,7 @@ from harness.cli.flags import Subparsers, add_command, add_executor_flags, add_q
 
 if TYPE_CHECKING:
     from harness.run.config import RunConfig
+    from harness.run.traces import ImportedSession
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -41,6 +42,10 @@ def add_parser(subparsers: Subparsers) -> None:
                              "registered strategy with its defaults)")
     replay.add_argument("--strategies", help="comma-separated strategy names (or labels of --config)")
     replay.add_argument("--model", help="model profile: window, prices and cache rules (default: the config's)")
+    replay.add_argument("--tools", metavar="FILE",
+                        help="JSON file with the tool definitions the agent was sent (a list, as the provider's "
+                             "request carries them), for traces that do not record them: every call's input "
+                             "counts them, as providers bill them")
     replay.add_argument("--out", help="run directory to create (default: runs/replay-<trace's name> for one "
                                       "trace, runs/replay for several)")
     add_executor_flags(replay)
@@ -96,6 +101,34 @@ def default_out(paths: Sequence[Path]) -> Path:
     return Path("runs") / (f"replay-{name}" if name else "replay")
 
 
+def read_tools(path: Path) -> tuple[str, ...]:
+    """The tool definitions of a ``--tools`` file (a JSON array of objects), each as JSON text with sorted keys;
+    UsageError naming the file and the entry otherwise."""
+    import json
+
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(f"--tools: {path}: cannot be read ({e.strerror or e})") from None
+    except (UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"--tools: {path}: not JSON ({' '.join(str(e).split())})") from None
+    if isinstance(value, dict) and isinstance(value.get("tools"), list):
+        value = value["tools"]
+    if not isinstance(value, list) or not value:
+        raise UsageError(f"--tools: {path}: expected a non-empty JSON array of tool definitions")
+    for i, tool in enumerate(value):
+        if not isinstance(tool, dict):
+            raise UsageError(f"--tools: {path}: $[{i}]: expected a tool definition (an object)")
+    return tuple(json.dumps(tool, sort_keys=True) for tool in value)
+
+
+def with_tools(sessions: Sequence[ImportedSession], schemas: tuple[str, ...]) -> list[ImportedSession]:
+    """``sessions`` with ``schemas`` as the declared tools of each that records none."""
+    import dataclasses
+
+    return [s if s.tool_schemas else dataclasses.replace(s, tool_schemas=schemas) for s in sessions]
+
+
 def handle(args: argparse.Namespace) -> int:
     """Read the traces, replay them, write the run directory and its report; the paths on stdout."""
     from harness.cli.run import print_note
@@ -110,11 +143,14 @@ def handle(args: argparse.Namespace) -> int:
     # (`harness.run.directory.RunDirectory.prepare`).
     output_path(out, flag="--out", directory=True)
     config = replay_config(args)
+    tools = read_tools(Path(args.tools)) if args.tools is not None else None
     notes: list[str] = []
     sessions = load_traces(paths, args.format, notes=notes)
     if not sessions:
         raise UsageError(f"{args.traces[0]}: no sessions found in the traces given")
-    for note in notes:
+    if tools is not None:
+        sessions = with_tools(sessions, tools)
+    for note in [*notes, *(n for s in sessions for n in s.notes)]:
         print(f"ctxbench: note: {note}", file=sys.stderr)
     summary = account_traces(sessions, config, out, quiet=args.quiet, resume=not args.no_resume, notify=print_note)
     print(f"ctxbench replay: {out} ({summary.sessions} recorded sessions x {len(summary.strategies)} strategies, "

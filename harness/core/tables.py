@@ -138,7 +138,8 @@ CALL_COLUMNS: tuple[Column, ...] = (
     *_text("call_kind", "step_id"), *_int("attempt"), *_text("action", "malformed_kind"),
     *_int("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "context_tokens"),
     *_float("noise", "model_s", "clock_s", "cost_usd"), *_int("tokens_freed"), *_text("trace"),
-    *_int("hidden_outputs", "hidden_output_tokens", group="accounting"),
+    *_int("hidden_outputs", "hidden_output_tokens", "needed_hidden", group="accounting"),
+    Column("recorded_input_tokens", "int64", None, "accounting"),
 )
 
 

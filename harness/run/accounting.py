@@ -35,6 +35,7 @@ from harness.run.parts import BatchResult
 from harness.run.plan import Batch, PlannedSession, RunPlan
 from harness.run.table_writer import TableSpec
 from harness.run.traces import ImportedSession
+from harness.sim.needed import needed_values
 from harness.sim.profiles import Profile
 from harness.sim.recorded import CALL_FIELDS, SESSION_FIELDS, account
 from strategies import create
@@ -94,7 +95,9 @@ class AccountingSummary:
 CALLS_SCHEMA = tables.arrow_schema(tables.select(tables.CALL_COLUMNS, (
     *tables.SESSION_ROW_KEY, *CALL_FIELDS, *tables.names(tables.CALL_COLUMNS, ("accounting",)))))
 #: The sessions table's columns: the accounting replay's row, then which recorded session it is.
-ACCOUNTING_SESSION_COLUMNS = (*SESSION_FIELDS, "trace", "session_id", "format", "model")
+ACCOUNTING_SESSION_COLUMNS = (*SESSION_FIELDS, "trace", "session_id", "format", "model", "trace_model",
+                              "recorded_input_tokens",
+                              "recorded_usage_calls", "reading_notes")
 #: The hidden-outputs table's columns, so that a run in which nothing was hidden still has them all.
 HIDDEN_SCHEMA = tables.arrow_schema(tables.HIDDEN_COLUMNS)
 
@@ -141,24 +144,60 @@ def account_batch(task: AccountingTask) -> BatchResult:
     for offset, session in enumerate(sessions):
         index = task.first_index + offset
         tokenizer = session.messages[0].meter.tokenizer if session.messages else None
-        system_tokens = tokenizer.count(session.system) if tokenizer is not None and session.system else 0
-        trace = {"trace": session.source, "session_id": session.session_id, "format": session.format}
+        system_tokens = sum(tokenizer.count(text) for text in prompt_prefix(session)) if tokenizer is not None else 0
+        needed = needed_values(session.messages, session.system)
+        recorded = recorded_per_call(session)
+        trace = {"trace": session.source, "session_id": session.session_id, "format": session.format,
+                 "trace_model": session.model or "",
+                 **recorded_totals(session), "reading_notes": "\n".join(session.notes)}
         for name, label, params, model, fields in task.variants:
             if label not in profiles:
                 profiles[label] = Profile(**fields)
             done = account(session.messages, create(name, **params), profiles[label], system_tokens=system_tokens,
-                           scenario=TRACE_SCENARIO, session_index=index, label=label)
+                           scenario=TRACE_SCENARIO, session_index=index, label=label, system=session.system,
+                           needed=needed)
             session_rows.append({**done.row, **trace, "model": model})
+            for row in done.calls:
+                row["recorded_input_tokens"] = recorded.get(row["call_index"]) if row["call_kind"] == "agent" else None
             call_rows += done.calls
             hidden_rows += [{"scenario": TRACE_SCENARIO, "session_index": index, "strategy": label, **asdict(h)}
                             for h in done.hidden]
     return BatchResult(task.batch_id, session_rows, call_rows, hidden_rows=hidden_rows)
 
 
+def prompt_prefix(session: ImportedSession) -> list[str]:
+    """What every call of a recorded session sends before its messages, as providers bill it: the system
+    prompt and each declared tool's schema."""
+    return [text for text in (session.system, *session.tool_schemas) if text]
+
+
+def recorded_per_call(session: ImportedSession) -> dict[int, int]:
+    """The recorded input tokens of each agent call (0-based, agent calls only) whose usage the trace holds."""
+    call_of = {position: k for k, position in enumerate(
+        i for i, m in enumerate(session.messages) if i > 0 and m.role == "assistant")}
+    return {call_of[u.call]: u.input_tokens for u in session.usage
+            if u.call is not None and u.call in call_of and u.input_tokens is not None}
+
+
+def recorded_totals(session: ImportedSession) -> dict[str, int | None]:
+    """The session's recorded input tokens (its total, else the sum over the calls that record them) and how
+    many calls they cover; None and 0 when the trace records none."""
+    totals = [u for u in session.usage if u.call is None and u.input_tokens is not None]
+    if totals:
+        return {"recorded_input_tokens": sum(u.input_tokens or 0 for u in totals),
+                "recorded_usage_calls": sum(u.calls for u in totals)}
+    per_call = [u for u in session.usage if u.call is not None and u.input_tokens is not None]
+    if not per_call:
+        return {"recorded_input_tokens": None, "recorded_usage_calls": 0}
+    return {"recorded_input_tokens": sum(u.input_tokens or 0 for u in per_call), "recorded_usage_calls": len(per_call)}
+
+
 def _content(session: ImportedSession) -> dict[str, Any]:
     """What of a recorded session its accounting depends on, as plain data (for the config hash)."""
     return {"source": session.source, "session_id": session.session_id, "format": session.format,
             "system": session.system, "model": session.model, "tools": list(session.tools),
+            "tool_schemas": list(session.tool_schemas), "notes": list(session.notes),
+            "usage": [asdict(u) for u in session.usage],
             "messages": [to_converse(m) | {"kind": m.kind} for m in session.messages]}
 
 
@@ -190,10 +229,16 @@ def accounting_plan(sessions: Sequence[ImportedSession], config: RunConfig) -> R
                 TableSpec(HIDDEN_TABLE, "hidden", "pylist", schema=HIDDEN_SCHEMA, compression="snappy")),
         stamp=stamp,
         manifest={"root_seed": None, "strategies": stamp["strategies"],
-                  "variants": [{"label": v.label, "name": v.entry.name} for v in variants],
+                  "variants": [{"label": v.label, "name": v.entry.name, "params": dict(v.entry.params),
+                                "control": _is_control(v.entry.name)} for v in variants],
                   "scenarios": [{"name": TRACE_SCENARIO, "traces": sorted({s.source for s in sessions})}],
                   "model": variants[0].profile.model_dump() if variants else {}, "mode": ACCOUNTING_MODE},
         work=account_batch, task=task)
+
+
+def _is_control(name: str) -> bool:
+    """Whether a strategy is a control (its source says so: ``drop_all``), shown as such, never recommended."""
+    return str(getattr(strategies.get(name), "source", "")).startswith("control")
 
 
 def account_traces(sessions: Sequence[ImportedSession], config: RunConfig, out: Path, *, quiet: bool = False,

@@ -35,6 +35,7 @@ from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS
 from harness.sim.billing import Billing, ModelCall
 from harness.sim.clock import SimClock
 from harness.sim.metrics import CallRecord, Tally
+from harness.sim.needed import NeededValue
 from harness.sim.profiles import Profile
 from harness.sim.window import AgentWindow
 from strategies.base import ContextStrategy
@@ -70,7 +71,8 @@ SESSION_FIELDS = ("scenario", "session_index", "strategy", "recorded_calls", "ca
                   "summary_calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
                   "context_tokens_mean", "context_tokens_peak", "cost_usd", "summary_cost_usd", "overflow_events",
                   "compactions", "tokens_freed", "cache_breaking_edits", "thrash", "tool_outputs",
-                  "tool_output_tokens", "hidden_outputs", "hidden_output_tokens", "hidden_at_last_call")
+                  "tool_output_tokens", "hidden_outputs", "hidden_output_tokens", "hidden_at_last_call",
+                  "needed_values", "needed_hidden")
 
 #: The calls-table columns of an accounting run (what `CallRecord` has that is exact here, plus the
 #: hidden outputs per call).
@@ -110,7 +112,8 @@ class _Accounting:
     window engine the simulated replay drives too (`AgentWindow`)."""
 
     def __init__(self, strategy: ContextStrategy, profile: Profile, *, system_tokens: int, scenario: str,
-                 session_index: int, label: str) -> None:
+                 session_index: int, label: str, system: str = "",
+                 needed: Sequence[NeededValue] = ()) -> None:
         self.strategy = strategy
         self.profile = profile
         self.clock = SimClock()
@@ -127,6 +130,12 @@ class _Accounting:
         self.tool_names: dict[str, str] = {}
         self.hidden: dict[str, HiddenOutput] = {}
         self.hidden_per_call: list[tuple[int, int]] = []
+        self.system = system
+        self.needed: dict[int, list[str]] = {}
+        for value in needed:
+            self.needed.setdefault(value.call, []).append(value.value)
+        #: Needed values not visible at the call that used them, per agent call.
+        self.needed_hidden_per_call: list[int] = []
 
     def append(self, message: Message) -> None:
         for block in message.blocks:
@@ -166,8 +175,17 @@ class _Accounting:
                                     step_id=str(self.agent_calls), attempt=0, action="call", tokens_freed=freed),
                           self.window.agent_cache)
         self.hidden_per_call.append(self._note_hidden())
+        self.needed_hidden_per_call.append(self._needed_hidden())
         self.agent_calls += 1
         return True
+
+    def _needed_hidden(self) -> int:
+        """How many of the values this call's recorded reply needed are visible nowhere in its window."""
+        wanted = self.needed.get(self.agent_calls)
+        if not wanted:
+            return 0
+        shown = [self.system, *(m.text for m in self.ctx.messages)]
+        return sum(1 for value in wanted if not any(value in text for text in shown))
 
     def _note_hidden(self) -> tuple[int, int]:
         """(count, tokens) of the recorded outputs this call cannot see whole; the first call of each is kept."""
@@ -191,16 +209,19 @@ class _Accounting:
 
 
 def account(messages: Sequence[Message], strategy: ContextStrategy, profile: Profile, *, system_tokens: int = 0,
-            scenario: str = "trace", session_index: int = 0, label: str | None = None) -> AccountedSession:
+            scenario: str = "trace", session_index: int = 0, label: str | None = None, system: str = "",
+            needed: Sequence[NeededValue] = ()) -> AccountedSession:
     """Replay a recorded session (``messages``: the task first, then assistant and user messages in turn)
     under ``strategy`` (a fresh instance: strategies keep per-session state) and account every call.
 
     ``system_tokens`` is the recorded system prompt's size, sent before the window with every call. A
     strategy that cannot fit a call into the profile's window ends the replay there: the calls after it
-    are counted in ``calls_not_sent``, not billed."""
+    are counted in ``calls_not_sent``, not billed. ``needed`` (`harness.sim.needed.needed_values` of the
+    session, whose system prompt is ``system``) are checked against each call's window: ``needed_hidden``
+    counts those visible nowhere in it (a call not sent hides all of its own)."""
     name = label or strategy.name
     state = _Accounting(strategy, profile, system_tokens=system_tokens, scenario=scenario,
-                        session_index=session_index, label=name)
+                        session_index=session_index, label=name, system=system, needed=needed)
     recorded_calls = sum(1 for m in messages[1:] if m.role == "assistant")
     if messages:
         state.append(messages[0])
@@ -216,9 +237,9 @@ def account(messages: Sequence[Message], strategy: ContextStrategy, profile: Pro
             state.window.hook(strategy.apply)
     t = state.tally
     outputs = state.outputs.values()
-    calls = [_call_row(c, hidden) for c, hidden in zip(state.billing.calls,
-                                                         _hidden_columns(state.billing.calls, state.hidden_per_call),
-                                                         strict=True)]
+    calls = [_call_row(c, hidden, needed_hidden) for c, hidden, needed_hidden in zip(
+        state.billing.calls, _hidden_columns(state.billing.calls, state.hidden_per_call),
+        _agent_only(state.billing.calls, state.needed_hidden_per_call), strict=True)]
     agent_prompts = [c.input_tokens for c in state.billing.calls if c.call_kind == "agent"]
     row: dict[str, Any] = {
         "scenario": scenario, "session_index": session_index, "strategy": name,
@@ -235,6 +256,9 @@ def account(messages: Sequence[Message], strategy: ContextStrategy, profile: Pro
         "tool_outputs": len(state.outputs), "tool_output_tokens": sum(size for _, _, size in outputs),
         "hidden_outputs": len(state.hidden), "hidden_output_tokens": sum(h.tokens for h in state.hidden.values()),
         "hidden_at_last_call": state.hidden_per_call[-1][0] if state.hidden_per_call else 0,
+        "needed_values": len(needed),
+        "needed_hidden": sum(state.needed_hidden_per_call) + sum(
+            1 for value in needed if value.call >= state.agent_calls),
     }
     return AccountedSession(row=row, calls=calls, hidden=sorted(state.hidden.values(),
                                                                  key=lambda h: (h.first_hidden_call, h.tool_use_id)))
@@ -249,8 +273,15 @@ def _hidden_columns(calls: list[CallRecord], hidden: list[tuple[int, int]]) -> l
     return out
 
 
-def _call_row(call: CallRecord, hidden: tuple[int, int]) -> dict[str, Any]:
+def _agent_only(calls: list[CallRecord], values: list[int]) -> list[int]:
+    """Each call's value: an agent call's own (in order), a summary call's 0."""
+    agent = iter(values)
+    return [next(agent) if c.call_kind == "agent" else 0 for c in calls]
+
+
+def _call_row(call: CallRecord, hidden: tuple[int, int], needed_hidden: int) -> dict[str, Any]:
     row = {"scenario": call.scenario, "session_index": call.session_index, "strategy": call.strategy}
     row.update({name: getattr(call, name) for name in CALL_FIELDS})
     row["hidden_outputs"], row["hidden_output_tokens"] = hidden
+    row["needed_hidden"] = needed_hidden
     return row

@@ -68,6 +68,7 @@ def _trajectory(reader: JsonReader, value: Any, where: str, name: str, index: in
         messages=builder.build(),
         model=model,
         tools=tools,
+        notes=tuple(builder.notes),
     )
 
 

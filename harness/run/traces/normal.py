@@ -23,6 +23,8 @@ IMAGE_PLACEHOLDER = "[image omitted]"
 AUDIO_PLACEHOLDER = "[audio omitted]"
 FILE_PLACEHOLDER = "[file omitted]"
 VIDEO_PLACEHOLDER = "[video omitted]"
+#: The task a fragment (a transcript that starts with the agent) is read after.
+FRAGMENT_TASK = "[the transcript starts here: its task was not recorded]"
 
 
 class TraceError(ValueError):
@@ -58,6 +60,36 @@ class ImportedSession:
     model: str | None = None
     #: Names of the tools the trace declares (their schemas), if any.
     tools: tuple[str, ...] = ()
+    #: The declared tools as the trace sent them to the model, one JSON text each (sorted keys): part of every
+    #: call's input, as providers bill them. Empty when the trace holds names only (or no tools).
+    tool_schemas: tuple[str, ...] = ()
+    #: The usage the trace recorded (per call, or the session's total), in call order.
+    usage: tuple[RecordedUsage, ...] = ()
+    #: What reading had to assume or change for this session, one line each (a fragment given a placeholder
+    #: task, tool ids that were reused, text actions read as tool calls, ...).
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedUsage:
+    """What a trace recorded about one model call (or, with ``call`` None, about the whole session): the
+    provider's own counts, the evidence ctxbench's token counts are checked against."""
+
+    #: The index in `ImportedSession.messages` of the assistant message the call produced; None for a
+    #: session total (SWE-agent's ``model_stats``).
+    call: int | None
+    #: Input (prompt) tokens as billed, cached ones included; None when not recorded.
+    input_tokens: int | None
+    output_tokens: int | None = None
+    #: Input tokens read from the provider's prompt cache, when recorded.
+    cached_tokens: int | None = None
+    #: The number of model calls a session total covers (1 for a call).
+    calls: int = 1
+    cost_usd: float | None = None
+    #: Seconds the call took, when recorded (LiteLLM's ``latency_sec``).
+    latency_s: float | None = None
+    #: Unix time the call was made or logged, when recorded.
+    timestamp: float | None = None
 
 
 # JSON paths and checked reads ----------------------------------------------------------------------------
@@ -227,6 +259,8 @@ class TranscriptBuilder:
         self._origin = (source, where)
         self._drafts: list[_Draft] = []
         self._system: list[str] = []
+        #: What `build` had to assume or change, one line each (`ImportedSession.notes`).
+        self.notes: list[str] = []
 
     def system(self, text: str) -> None:
         """Add system-prompt text (system messages anywhere in the trace join the one system prompt)."""
@@ -261,9 +295,17 @@ class TranscriptBuilder:
         if not drafts:
             raise TraceError(*self._origin, "no conversation messages (a trace needs at least the user's task)")
         first = drafts[0]
-        if first.role != "user" or not any(isinstance(b, Text) for b in first.blocks):
-            found = "an assistant message" if first.role != "user" else "a user message without text"
-            raise TraceError(*first.origins[0], f"a trace must start with the user's task, found {found}")
+        if first.role != "user":
+            # A fragment (a transcript cut after the task, or one whose task was not logged): read it after a
+            # placeholder task, and say so, rather than refuse what the agent did.
+            source, where = first.origins[0]
+            drafts.insert(0, _Draft("user", [Text(FRAGMENT_TASK)], [(source, where)]))
+            self.notes.append(f"{source}: {where}: the transcript starts with the agent (a fragment): read after "
+                              f"a placeholder task {FRAGMENT_TASK!r}")
+        elif not any(isinstance(b, Text) for b in first.blocks):
+            raise TraceError(*first.origins[0], "a trace must start with the user's task, found a user message "
+                             "without text")
+        self._rename_reused_ids()
         self._check_tool_ids()
         meter = default_meter()
         messages: list[Message] = []
@@ -276,6 +318,37 @@ class TranscriptBuilder:
                 kind = "final"
             messages.append(Message.build(draft.role, draft.blocks, kind=kind, meter=meter))
         return tuple(messages)
+
+    def _rename_reused_ids(self) -> None:
+        """Providers reuse tool-call ids: an id used again after its earlier call was answered names a new
+        call, which gets the id ``<id>#<n>`` (its result, the next one with that id, too) so every id of the
+        normal form is unique. An id used again while its earlier call is still unanswered is ambiguous, an
+        error naming both places."""
+        current: dict[str, tuple[str, tuple[str, str], bool]] = {}  # id -> (normal id, origin, answered)
+        uses: dict[str, int] = {}
+        renamed = 0
+        for draft in self._drafts:
+            for i, (block, origin) in enumerate(zip(draft.blocks, draft.origins, strict=True)):
+                if isinstance(block, ToolUse) and block.id:
+                    seen = current.get(block.id)
+                    if seen is not None and not seen[2]:
+                        raise TraceError(*origin, f"tool id {block.id!r} is used again while its call at "
+                                         f"{_at(seen[1])} is not answered yet: its result would be ambiguous")
+                    n = uses[block.id] = uses.get(block.id, 0) + 1
+                    normal = block.id if n == 1 else f"{block.id}#{n}"
+                    if n > 1:
+                        draft.blocks[i] = ToolUse(normal, block.name, block.input)
+                        renamed += 1
+                    current[block.id] = (normal, origin, False)
+                elif isinstance(block, ToolResult) and (seen := current.get(block.tool_use_id)) is not None:
+                    if seen[2]:
+                        continue  # a second result for one call: `_check_tool_ids` names it
+                    if seen[0] != block.tool_use_id:
+                        draft.blocks[i] = ToolResult(seen[0], block.status, block.content)
+                    current[block.tool_use_id] = (seen[0], seen[1], True)
+        if renamed:
+            self.notes.append(f"{self._origin[0]}: {renamed} tool call(s) reuse the id of an earlier, answered "
+                              "call (legal: providers reuse ids); they are read as new calls")
 
     def _check_tool_ids(self) -> None:
         uses: dict[str, tuple[str, str]] = {}

@@ -12,6 +12,7 @@ as ``{"_raw_arguments": text}``. The optional ``model`` and ``tools`` (names) of
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from harness.run.traces.normal import (
     arguments_text,
     child,
     parse_arguments,
+    structured_text,
 )
 from harness.run.traces.reading import ContentParts, Conversation, TraceText, conversations, derived_id
 from harness.run.traces.sniffing import Marks, claim, part_type
@@ -90,6 +92,8 @@ def header_session(source: str, header: dict[str, Any], builder: TranscriptBuild
         messages=builder.build(),
         model=header.get("model") if isinstance(header.get("model"), str) else None,
         tools=tool_names(header.get("tools")),
+        tool_schemas=tool_schemas(header.get("tools")),
+        notes=tuple(builder.notes),
     )
 
 
@@ -107,6 +111,22 @@ def header_document(session: ImportedSession, items_key: str, items: list[dict[s
         doc["tools"] = tools
     doc[items_key] = items
     return doc
+
+
+def tool_schemas(tools: Any) -> tuple[str, ...]:
+    """The declared tools as sent, one JSON text each (sorted keys), when they are more than names: the
+    part of every request's input the tools take."""
+    if not isinstance(tools, list):
+        return ()
+    out = []
+    for tool in tools:
+        if isinstance(tool, dict) and set(tool) - {"name", "type", "function"} | _schema_keys(tool.get("function")):
+            out.append(structured_text(tool))
+    return tuple(out)
+
+
+def _schema_keys(inner: Any) -> set[str]:
+    return set(inner) - {"name"} if isinstance(inner, dict) else set()
 
 
 def tool_names(tools: Any) -> tuple[str, ...]:
@@ -206,7 +226,8 @@ def dump(session: ImportedSession) -> dict[str, Any]:
             if calls:
                 out["tool_calls"] = calls
             messages.append(out)
-    tools = [{"type": "function", "function": {"name": n}} for n in session.tools]
+    tools = ([json.loads(t) for t in session.tool_schemas]
+             or [{"type": "function", "function": {"name": n}} for n in session.tools])
     return header_document(session, "messages", messages, tools)
 
 

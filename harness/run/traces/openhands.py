@@ -71,7 +71,7 @@ def load(path: Path) -> list[ImportedSession]:
         _event(builder, file, tools)
     return [ImportedSession(source=str(path), session_id=session_id or path.name, format=NAME,
                             system=builder.system_prompt, messages=builder.build(), model=model,
-                            tools=tuple(tools))]
+                            tools=tuple(tools), notes=tuple(builder.notes))]
 
 
 def _base_state(path: Path) -> tuple[str | None, str | None]:

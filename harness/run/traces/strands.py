@@ -93,7 +93,7 @@ def _agent(source: str, agent_dir: Path, session_id: str) -> ImportedSession:
                              f"run 0, 1, 2, ... without a gap; this file is number {number})")
         _message_file(builder, file, number)
     return ImportedSession(source=source, session_id=session_id, format=NAME, system="",
-                           messages=builder.build())
+                           messages=builder.build(), notes=tuple(builder.notes))
 
 
 def _message_file(builder: TranscriptBuilder, file: Path, number: int) -> None:

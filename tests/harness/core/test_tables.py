@@ -97,7 +97,7 @@ def test_the_store_writes_the_declared_columns() -> None:
     assert tuple(MEMORY_OFF_ROW) == MEMORY_COLUMNS
     assert MEMORY_OFF_ROW == {"memory": False, "memory_chars": 0, "memory_truncated": False, "memory_facts_used": 0,
                               "stale_memory_used": False, "steps_skipped": 0}
-    assert tuple(CALLS_SCHEMA.names[-2:]) == tables.names(tables.CALL_COLUMNS, ("accounting",))
+    assert tuple(CALLS_SCHEMA.names[-4:]) == tables.names(tables.CALL_COLUMNS, ("accounting",))
     assert tuple(HIDDEN_SCHEMA.names) == tables.names(tables.HIDDEN_COLUMNS)
 
 

@@ -36,7 +36,10 @@ def test_unbounded_accounting_equals_the_transcripts_tokens(sessions: list, tmp_
     window = profile("frontier").window_tokens
     for index, session in enumerate(sessions):
         messages = session.messages
-        system = messages[0].meter.tokenizer.count(session.system) if session.system else 0
+        # The system prompt and every declared tool's schema go with every call, as providers bill them.
+        count = messages[0].meter.tokenizer.count
+        system = count(session.system) if session.system else 0
+        system += sum(count(schema) for schema in session.tool_schemas)
         calls_at = [i for i, m in enumerate(messages) if m.role == "assistant"]
         expected = [system + sum(m.tokens for m in messages[:i]) for i in calls_at]
         assert max(expected) < window  # every sample fits the frontier window whole

@@ -26,7 +26,7 @@ from harness.run.traces import (
     load_trace,
     load_traces,
 )
-from harness.run.traces.normal import TranscriptBuilder
+from harness.run.traces.normal import FRAGMENT_TASK, TranscriptBuilder
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
 MALFORMED = DATA.parent / "malformed_traces"
@@ -60,7 +60,8 @@ MALFORMED_CASES = {
     "atif_missing_steps.json": "$.steps: missing",
     "atif_wrong_schema_version.json": "unsupported schema_version 'ATIF-v9.0'",
     "binary_junk.json": "line 1: a binary file",
-    "duplicate_tool_ids.json": "duplicate tool id 'toolu_1'",
+    "duplicate_tool_ids.json": "tool id 'toolu_1' is used again while its call at $.messages[1].content[0] is not "
+                               "answered yet",
     "duplicate_tool_result.json": "$.messages[3]: duplicate tool result for id 'call_1'",
     "empty_file.json": "line 1: empty file",
     "empty_tool_id.json": "has an empty id",
@@ -83,7 +84,6 @@ MALFORMED_CASES = {
     "session_strands_bad_status": "toolResult.status: unknown status",
     "session_strands_gap": "message_2.json is missing",
     "session_strands_message_id_mismatch": "$.message_id: 7 does not match the file name",
-    "starts_with_assistant.json": "must start with the user's task",
     "tool_call_never_answered.json": "$.messages[1].tool_calls[0]: tool call 'call_1' (kubectl_logs) is never answered",
     "tool_calls_not_array.json": "$.messages[1].tool_calls: expected an array",
     "tool_result_not_in_next_message.json": "is answered only later",
@@ -127,7 +127,12 @@ def test_each_sample_loads_in_normal_form(fmt: str, rel: str, ids: list[str], co
         assert len(ids_seen) == len(set(ids_seen))
 
 
-@pytest.mark.parametrize("fmt", TRACE_FORMATS)
+#: The formats whose samples hold the incident session (the readers of what agents publish have their own
+#: samples and tests: tests/harness/run/traces/).
+INCIDENT_FORMATS = sorted({g[0] for g in GOOD if "incident" in g[1]})
+
+
+@pytest.mark.parametrize("fmt", INCIDENT_FORMATS)
 def test_incident_session_has_parallel_calls_an_error_and_a_large_output(fmt: str) -> None:
     """The incident session of every format: two parallel calls, a large log output, one error (where the
     format can say so), and a final answer."""
@@ -413,3 +418,49 @@ def test_names_from_file_names_are_text_whatever_their_bytes(tmp_path: Path) -> 
     (session,) = load_traces([path])
     assert session.session_id == "cut-\ufffd" and session.source.endswith("cut-\ufffd.json")
     session.source.encode("utf-8")
+
+
+# Real data, not perfect data --------------------------------------------------------------------------------
+
+
+def _reusing(second_id: str) -> TranscriptBuilder:
+    builder = TranscriptBuilder("t.json")
+    builder.text("user", "Find the cause.", "t.json", "$[0]")
+    builder.tool_use("call_1", "get_pods", {}, "t.json", "$[1]")
+    builder.tool_result("call_1", "success", "pod a", "t.json", "$[2]")
+    builder.tool_use(second_id, "get_logs", {"pod": "a"}, "t.json", "$[3]")
+    builder.tool_result(second_id, "success", "", "t.json", "$[4]")
+    builder.text("assistant", "Pod a.", "t.json", "$[5]")
+    return builder
+
+
+def test_a_tool_id_reused_after_its_call_was_answered_is_a_new_call() -> None:
+    builder = _reusing("call_1")
+    messages = builder.build()
+    (first,), (second,) = messages[1].blocks, messages[3].blocks
+    assert isinstance(first, ToolUse) and isinstance(second, ToolUse)
+    assert (first.id, second.id) == ("call_1", "call_1#2")
+    result = messages[4].blocks[0]
+    assert isinstance(result, ToolResult) and result.tool_use_id == "call_1#2"
+    assert result.content == ""  # an empty output is an output
+    assert builder.notes == ["t.json: 1 tool call(s) reuse the id of an earlier, answered call (legal: providers "
+                             "reuse ids); they are read as new calls"]
+    assert _reusing("call_2").build()[3].blocks[0] == ToolUse("call_2", "get_logs", {"pod": "a"})
+
+
+def test_a_tool_id_reused_while_its_call_is_unanswered_is_ambiguous() -> None:
+    builder = TranscriptBuilder("t.json")
+    builder.text("user", "Find the cause.", "t.json", "$[0]")
+    builder.tool_use("call_1", "get_pods", {}, "t.json", "$[1]")
+    builder.tool_use("call_1", "get_logs", {}, "t.json", "$[2]")
+    with pytest.raises(TraceError, match=r"t.json: \$\[2\]: tool id 'call_1' is used again while its call at \$\[1\]"):
+        builder.build()
+
+
+def test_a_transcript_that_starts_with_the_agent_is_a_fragment_read_with_a_note() -> None:
+    path = DATA.parent / "fragment_traces" / "starts_with_assistant.json"
+    (session,) = load_trace(path)
+    assert session.messages[0].kind == "task" and session.messages[0].text == FRAGMENT_TASK
+    assert session.messages[1].role == "assistant" and "upstream pod restarted" in session.messages[1].text
+    assert session.notes == (f"{path}: $.messages[0].content: the transcript starts with the agent (a fragment): "
+                             f"read after a placeholder task {FRAGMENT_TASK!r}",)
