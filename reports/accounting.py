@@ -56,7 +56,7 @@ _SESSIONS_READ = {"scenario": TEXT, "session_index": NUMBER, "strategy": TEXT, "
                     **{c: NUMBER for m in ACCOUNTING_METRICS for c in m.columns}}
 #: Columns of a replay's sessions table that its report reads when present (a directory written before they
 #: existed lacks them).
-_SESSIONS_OPTIONAL = ("trace_model", "recorded_input_tokens", "recorded_usage_calls", "reading_notes")
+_SESSIONS_OPTIONAL = ("trace_model", "tokenizer", "recorded_input_tokens", "recorded_usage_calls", "reading_notes")
 _CALLS_READ = {"session_index": NUMBER, "strategy": TEXT, "call_index": NUMBER, "call_kind": TEXT,
                  "input_tokens": NUMBER}
 _CALLS_OPTIONAL = ("recorded_input_tokens",)
@@ -192,7 +192,11 @@ def assumptions_table(run: OpenRun, sessions: pd.DataFrame, order: Sequence[str]
     strategy's parameters (those that never triggered marked)."""
     model = run.manifest.model
     models = sorted({str(m) for m in sessions.get("trace_model", pd.Series(dtype=str)).dropna() if str(m)})
+    tokenizers = sorted({str(t) for t in sessions.get("tokenizer", pd.Series(dtype=str)).dropna() if str(t)})
     rows = [[Cell("models the traces name", css="name"), Cell(", ".join(models) or "none named")],
+            [Cell("tokenizer", css="name"), Cell(", ".join(tokenizers) or "-",
+                                                 sub="the model's own where it is public (OpenAI); cl100k_base "
+                                                     "elsewhere, an estimate")],
             [Cell("model profile", css="name"), Cell(str(model.get("name") or "custom"))],
             [Cell("window", css="name"), Cell(f"{int(model.get('window_tokens', 0)):,} tokens")],
             [Cell("prices (USD per million tokens)", css="name"),

@@ -41,7 +41,9 @@ def add_parser(subparsers: Subparsers) -> None:
                         help="TOML config whose strategies (labels, params) and model profile to use (default: every "
                              "registered strategy with its defaults)")
     replay.add_argument("--strategies", help="comma-separated strategy names (or labels of --config)")
-    replay.add_argument("--model", help="model profile: window, prices and cache rules (default: the config's)")
+    replay.add_argument("--model", help="model profile (a built-in name or a TOML file), or the name of a model in the "
+                                        "price table such as gpt-4o: window, prices and cache rules (default: the "
+                                        "model the traces name, else the config's)")
     replay.add_argument("--tools", metavar="FILE",
                         help="JSON file with the tool definitions the agent was sent (a list, as the provider's "
                              "request carries them), for traces that do not record them: every call's input "
@@ -54,9 +56,10 @@ def add_parser(subparsers: Subparsers) -> None:
     replay.add_argument("--no-report", action="store_true", help="do not write report.html / report.md")
 
 
-def replay_config(args: argparse.Namespace) -> RunConfig:
+def replay_config(args: argparse.Namespace, model: dict[str, object] | None = None) -> RunConfig:
     """The strategies and profile to replay under: ``--config``'s (selected by ``--strategies``), else
-    `harness.run.accounting.accounting_entries` (every registered strategy; ``--strategies`` picks among them)."""
+    `harness.run.accounting.accounting_entries` (every registered strategy; ``--strategies`` picks among them),
+    priced with ``model`` (a profile table) when ``--model`` names none."""
     from harness.run.accounting import accounting_entries
     from harness.run.config import check_override, config_from_data, load_config
 
@@ -77,7 +80,9 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
         entries = [known[n] for n in wanted]
     data: dict[str, object] = {"strategies": entries}
     if args.model is not None:
-        data["model"] = args.model
+        data["model"] = model_by_name(args.model)
+    elif model is not None:
+        data["model"] = model
     config = config_from_data(data, "--model" if args.model else None)
     given = {key: value for key, value in where.items() if value is not None}
     for key, value in given.items():
@@ -99,6 +104,48 @@ def default_out(paths: Sequence[Path]) -> Path:
     name = "".join(c if c.isprintable() else "_" for c in name)
     name = name.encode()[:MAX_DEFAULT_NAME_BYTES].decode("utf-8", "ignore")
     return Path("runs") / (f"replay-{name}" if name else "replay")
+
+
+def model_by_name(value: str) -> object:
+    """``--model``: a built-in profile or a profile file as everywhere, or else the name of a model the price table
+    knows (``gpt-4o``): frontier's window and behaviour with that model's prices and cache rules."""
+    from harness.sim.prices import price_for_model
+    from harness.sim.profiles import PROFILE_NAMES
+
+    if value in PROFILE_NAMES or Path(value).exists():
+        return value
+    found = price_for_model(value)
+    return value if found is None else {"base": "frontier", "caching": True, **found[0]}
+
+
+#: The reading notes printed on stderr (the report lists them all).
+MAX_NOTES_SHOWN = 10
+
+
+def trace_model_profile(sessions: Sequence[ImportedSession]) -> tuple[dict[str, object] | None, str]:
+    """The profile table that prices the sessions by the model their traces name (frontier's window and
+    behaviour, the model's prices and cache rules from `harness.sim.prices`), and what to tell the user: a note
+    naming the price entry, or a warning when that is not possible (no model or several named, or a model the
+    price table does not know: then None, and the default profile prices them)."""
+    from harness.sim.prices import price_entries, price_for_model
+
+    models = sorted({s.model for s in sessions if s.model})
+    if not models:
+        return None, ("warning: the traces name no model: priced with the default profile (pass --model with a "
+                      "profile or a model name such as gpt-4o)")
+    found = {m: price_for_model(m) for m in models}
+    entries = {f[1] for f in found.values() if f is not None}
+    unknown = [m for m, f in found.items() if f is None]
+    if unknown:
+        return None, (f"warning: model {unknown[0]!r} has no entry in the price table: priced with the default "
+                      "profile (pass --model to choose one)")
+    if len(entries) > 1:
+        return None, (f"warning: the traces name several models ({', '.join(models)}): priced with the default "
+                      "profile (pass --model, or replay each model's traces on their own)")
+    fields, name = next(f for f in found.values() if f is not None)
+    entry = price_entries()[name]
+    return ({"base": "frontier", "caching": True, **fields},
+            f"note: priced as {name} ({entry.source}; {entry.date.isoformat()}), the model the traces name")
 
 
 def read_tools(path: Path) -> tuple[str, ...]:
@@ -150,9 +197,22 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.traces[0]}: no sessions found in the traces given")
     if tools is not None:
         sessions = with_tools(sessions, tools)
-    for note in [*notes, *(n for s in sessions for n in s.notes)]:
-        print(f"ctxbench: note: {note}", file=sys.stderr)
+    said: list[str] = []
+    if args.model is None and args.config is None:
+        priced, said_of_prices = trace_model_profile(sessions)
+        said.append(said_of_prices)
+        if priced is not None:
+            config = replay_config(args, priced)
     summary = account_traces(sessions, config, out, quiet=args.quiet, resume=not args.no_resume, notify=print_note)
+    # Said once the run is written (a refusal stays one line): how the traces were read and priced.
+    shown = [*notes, *(n for s in sessions for n in s.notes)]
+    for note in shown[:MAX_NOTES_SHOWN]:
+        print(f"ctxbench: note: {note}", file=sys.stderr)
+    if len(shown) > MAX_NOTES_SHOWN:
+        print(f"ctxbench: note: ... and {len(shown) - MAX_NOTES_SHOWN} more notes (the report lists them)",
+              file=sys.stderr)
+    for line in said:
+        print(f"ctxbench: {line}", file=sys.stderr)
     print(f"ctxbench replay: {out} ({summary.sessions} recorded sessions x {len(summary.strategies)} strategies, "
           f"{summary.rows['calls.parquet']} calls; {summary.wall_s:.1f} s)")
     if not args.no_report:

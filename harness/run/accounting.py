@@ -28,7 +28,8 @@ from typing import Any
 
 import strategies
 from harness.core import tables
-from harness.core.messages import TextMeter, default_meter, to_converse
+from harness.core.messages import TextMeter, to_converse
+from harness.core.model_tokens import shared_meter_reduction
 from harness.core.rundir import ACCOUNTING_MODE, CALLS_TABLE, HIDDEN_TABLE, SESSIONS_TABLE, Manifest
 from harness.run.config import DEFAULT_PIPELINE, RunConfig, content_hash
 from harness.run.parts import BatchResult
@@ -95,7 +96,7 @@ class AccountingSummary:
 CALLS_SCHEMA = tables.arrow_schema(tables.select(tables.CALL_COLUMNS, (
     *tables.SESSION_ROW_KEY, *CALL_FIELDS, *tables.names(tables.CALL_COLUMNS, ("accounting",)))))
 #: The sessions table's columns: the accounting replay's row, then which recorded session it is.
-ACCOUNTING_SESSION_COLUMNS = (*SESSION_FIELDS, "trace", "session_id", "format", "model", "trace_model",
+ACCOUNTING_SESSION_COLUMNS = (*SESSION_FIELDS, "trace", "session_id", "format", "model", "trace_model", "tokenizer",
                               "recorded_input_tokens",
                               "recorded_usage_calls", "reading_notes")
 #: The hidden-outputs table's columns, so that a run in which nothing was hidden still has them all.
@@ -121,10 +122,11 @@ class _SessionPickler(pickle.Pickler):
     process's own (its tokenizer holds a lock and is built once per process)."""
 
     def reducer_override(self, obj: Any) -> Any:
-        if obj is default_meter():
-            return default_meter, ()
         if isinstance(obj, TextMeter):
-            raise pickle.PicklingError("a recorded session measured with a meter other than the default one")
+            reduction = shared_meter_reduction(obj)
+            if reduction is None:
+                raise pickle.PicklingError("a recorded session measured with a meter that is not a process-wide one")
+            return reduction
         return NotImplemented
 
 
@@ -148,7 +150,7 @@ def account_batch(task: AccountingTask) -> BatchResult:
         needed = needed_values(session.messages, session.system)
         recorded = recorded_per_call(session)
         trace = {"trace": session.source, "session_id": session.session_id, "format": session.format,
-                 "trace_model": session.model or "",
+                 "trace_model": session.model or "", "tokenizer": tokenizer.name if tokenizer is not None else "",
                  **recorded_totals(session), "reading_notes": "\n".join(session.notes)}
         for name, label, params, model, fields in task.variants:
             if label not in profiles:
@@ -197,6 +199,7 @@ def _content(session: ImportedSession) -> dict[str, Any]:
     return {"source": session.source, "session_id": session.session_id, "format": session.format,
             "system": session.system, "model": session.model, "tools": list(session.tools),
             "tool_schemas": list(session.tool_schemas), "notes": list(session.notes),
+            "tokenizer": session.messages[0].meter.tokenizer.name if session.messages else None,
             "usage": [asdict(u) for u in session.usage],
             "messages": [to_converse(m) | {"kind": m.kind} for m in session.messages]}
 

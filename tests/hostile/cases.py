@@ -289,11 +289,15 @@ config_cases("scenarios", "weights-1e308-twice",
              toml(scenarios=scenario("turns = 20\nweight = 1e308\n") + scenario("turns = 20\nweight = 1e308\n",
                                                                                  "k8s_crashloop")), OK_OR_USAGE,
              ("weight",), run=True)
-SCENARIO_PARAMS = ("turns", "payload_median_bytes", "payload_sigma", "payload_max_bytes", "dump_scale")
+SCENARIO_PARAMS = ("turns", "payload_median_bytes", "payload_sigma", "payload_max_bytes", "dump_scale",
+                   "turns_median", "turns_sigma")
+#: The family a param's cases are written for (the rest: log_triage).
+SCENARIO_PARAM_FAMILY = {"turns_median": "code_repair", "turns_sigma": "code_repair"}
 for _param in SCENARIO_PARAMS:
     for _vid, _value in VALUES.items():
-        config_cases("scenarios", f"{_param}-{_vid}", toml(scenarios=scenario(f"{_param} = {_value}\n")), USAGE,
-                     (_param,), run=_vid == "true")
+        _family = SCENARIO_PARAM_FAMILY.get(_param, "log_triage")
+        config_cases("scenarios", f"{_param}-{_vid}", toml(scenarios=scenario(f"{_param} = {_value}\n", _family)),
+                     USAGE, (_param,), run=_vid == "true")
 config_cases("scenarios", "turns-typo", toml(scenarios=scenario("turn = 20\n")), USAGE, ("turn",))
 config_cases("scenarios", "duplicate", toml(scenarios=SCENARIO + SCENARIO), USAGE, ("log_triage",))
 config_cases("scenarios", "empty-list", toml({"scenarios": "[]"}, scenarios=""), USAGE, ("scenarios",))
@@ -976,6 +980,7 @@ add(
 
 # Families kept in modules of their own, each adding its cases through `add` -------------------------------------
 
-from tests.hostile import cases_readers, cases_writers  # noqa: E402
+from tests.hostile import cases_cc_otel, cases_readers, cases_swe, cases_tau_litellm, cases_writers  # noqa: E402
 
-FAMILIES = (*FAMILIES, *cases_readers.FAMILIES, *cases_writers.FAMILIES)
+FAMILIES = (*FAMILIES, *cases_readers.FAMILIES, *cases_writers.FAMILIES, *cases_swe.FAMILIES,
+            *cases_tau_litellm.FAMILIES, *cases_cc_otel.FAMILIES)

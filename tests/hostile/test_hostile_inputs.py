@@ -224,7 +224,8 @@ def describe_change(before: dict[str, str] | None, after: dict[str, str] | None)
 
 
 def non_finite(run_dir: Path) -> list[str]:
-    """What is not a finite number in a run directory's tables (sweep_value is NaN outside a sweep)."""
+    """What is not a finite number in a run directory's tables (sweep_value is NaN outside a sweep, a replay's
+    recorded_input_tokens null where the trace records no usage)."""
     problems = []
     for name in TABLES:
         path = run_dir / name
@@ -234,7 +235,7 @@ def non_finite(run_dir: Path) -> list[str]:
         frame = pd.read_parquet(path)
         if frame.empty:
             problems.append(f"{name} has no rows")
-        numbers = frame.select_dtypes("number").drop(columns=["sweep_value"], errors="ignore")
+        numbers = frame.select_dtypes("number").drop(columns=["sweep_value", "recorded_input_tokens"], errors="ignore")
         bad = [c for c in numbers.columns if not np.isfinite(numbers[c].to_numpy(dtype=float)).all()]
         if bad:
             problems.append(f"{name} columns {bad}")

@@ -4,9 +4,14 @@ Formats, one module each, which declares the format as ``FORMAT``, a `TraceForma
 is a file or a session-directory format, a one-line description, its own sniffer (``sniff``: the `Claim`
 it makes on a trace), its reader (``load``) and its writer, if any (``dump``). Built in (`TRACE_FORMATS`):
 ``atif`` (ATIF v1.x trajectories), ``openai-chat`` (Chat Completions messages), ``openai-responses``
-(Responses items), ``anthropic`` (Messages API), ``strands`` (strands-agents session directories) and
-``openhands`` (OpenHands SDK conversation directories). Each module's docstring cites the documentation it
-follows and says what it keeps, skips and turns into placeholders. Third-party formats are `TraceFormat`
+(Responses items), ``anthropic`` (Messages API), ``strands`` (strands-agents session directories),
+``openhands`` (OpenHands SDK conversation directories), and what agents publish as they write it:
+``swe-agent`` (SWE-agent ``.traj``, its history as sent; ``swe-agent-steps`` its trajectory steps, by name
+only), ``mini-swe-agent`` (its trajectory files, text actions read as tool calls), ``tau-bench`` (tau-bench
+trajectory lists and tau2 results), ``litellm-logs`` (folders of LiteLLM completion logs, as OpenHands
+writes them), ``claude-code`` (Claude Code session JSONL) and ``otel-genai`` (OTLP/JSON GenAI spans). Each
+module's docstring cites the documentation or source it follows and says what it keeps, skips and turns
+into placeholders, and which recorded usage it reads (`ImportedSession.usage`). Third-party formats are `TraceFormat`
 values named by entry points of the group ``ctxbench.trace_formats`` (`ENTRY_POINT_GROUP`).
 
 `registry` lists the formats once (`trace_formats`, `format_names`: the built-ins, then the third-party
@@ -18,7 +23,10 @@ first distinctive mark wins: `sniffing`); equal claims of two formats are a `Tra
 The normal form (`normal.TranscriptBuilder`): roles ``user`` and ``assistant`` alternate (consecutive
 messages of one role are merged); ``messages[0]`` is the user's task; tool calls are ToolUse blocks of
 assistant messages, each answered by a ToolResult in the next (user) message, except the calls of a final
-assistant message; orphan results, unanswered calls and duplicate ids are errors. Tool result text: text
+assistant message; orphan results and unanswered calls are errors. A tool id used again after its call was
+answered is a new call (providers reuse ids; it is renamed ``<id>#<n>``); one used again while its call is
+unanswered is ambiguous, an error naming both places. A transcript that starts with the agent (a fragment)
+is read after a placeholder task, with a note (`ImportedSession.notes`). Tool result text: text
 parts joined with newlines, structured content as JSON with sorted keys, images and other binary content as
 short placeholders such as ``[image omitted]``. Loading only reads: nothing is written. Only regular files
 are read (a named pipe or a device is refused, not waited on); a walked folder reaches each real folder and
@@ -38,6 +46,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.core.messages import default_meter
+from harness.core.model_tokens import meter_for_model, remeasured
 from harness.run.traces.formats import DIRECTORY, FILE, Claim, TraceFormat
 from harness.run.traces.normal import ImportedSession, TraceError, replace_surrogates
 from harness.run.traces.reading import JSONL_SUFFIXES, TraceText, collecting_notes, read_trace
@@ -58,7 +68,7 @@ __all__ = ["DIRECTORY", "ENTRY_POINT_GROUP", "FILE", "TRACE_FORMATS", "Claim", "
            "trace_formats"]
 
 #: File suffixes `load_traces` picks up when it walks a directory.
-TRACE_SUFFIXES = (".json", *JSONL_SUFFIXES)
+TRACE_SUFFIXES = (".json", ".traj", *JSONL_SUFFIXES)
 
 
 def detect_format(path: Path) -> str:
@@ -87,13 +97,19 @@ def load_trace(path: Path, fmt: str | None = None) -> list[ImportedSession]:
 
 
 def _named(session: ImportedSession) -> ImportedSession:
-    """``session`` with the names taken from file names (its source, an id derived from a name) made text:
-    a name's bytes that are not UTF-8 (Python keeps them as lone surrogates) become U+FFFD, as in JSON."""
+    """``session`` with the names taken from file names (its source, an id derived from a name) made text
+    (a name's bytes that are not UTF-8, which Python keeps as lone surrogates, become U+FFFD, as in JSON), and
+    its messages counted with its model's tokenizer (`harness.core.model_tokens.meter_for_model`)."""
     source, fixed_source = replace_surrogates(session.source)
     session_id, fixed_id = replace_surrogates(session.session_id)
-    if not fixed_source and not fixed_id:
-        return session
-    return dataclasses.replace(session, source=source, session_id=session_id)
+    if fixed_source or fixed_id:
+        session = dataclasses.replace(session, source=source, session_id=session_id)
+    # Counted with the tokenizer of the model the trace names (o200k for GPT-4o and later, cl100k otherwise):
+    # every reader builds with the default meter, and this is the one place that recounts.
+    meter = meter_for_model(session.model)
+    if meter is not default_meter():
+        session = dataclasses.replace(session, messages=remeasured(session.messages, meter))
+    return session
 
 
 def load_traces(paths: Sequence[Path], fmt: str | None = None, *,
@@ -122,7 +138,8 @@ def _load_all(paths: Sequence[Path], fmt: str | None) -> list[ImportedSession]:
             if found is None:  # this folder was walked already (given twice, or through a link)
                 continue
             if not found:
-                raise TraceError(str(path), "directory", "no trace files (*.json, *.jsonl) or session directories")
+                raise TraceError(str(path), "directory",
+                                 "no trace files (*.json, *.traj, *.jsonl) or session directories")
             for item in found:
                 sessions.extend(load_trace(item, fmt))
         elif _first_visit(path, seen):

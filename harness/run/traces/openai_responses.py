@@ -60,10 +60,10 @@ def _read_conversation(reader: JsonReader, builder: TranscriptBuilder, conversat
         if isinstance(value, str):  # ``"input": "..."``: the user's prompt as plain text
             builder.text("user", value, reader.source, where)
         else:
-            _item(reader, builder, value, where)
+            read_item(reader, builder, value, where)
 
 
-def _item(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
+def read_item(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
     item = reader.obj(value, where, "an item object")
     kind = item.get("type")
     if kind is None and "role" in item:

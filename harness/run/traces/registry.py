@@ -20,7 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.registry import NO_PLUGINS_ENV, PluginError
-from harness.run.traces import anthropic, atif, openai_chat, openai_responses, openhands, strands
+from harness.run.traces import (
+    anthropic,
+    atif,
+    claude_code,
+    litellm_logs,
+    mini_swe_agent,
+    openai_chat,
+    openai_responses,
+    openhands,
+    otel_genai,
+    strands,
+    swe_agent,
+    tau_bench,
+)
 from harness.run.traces.formats import DIRECTORY, FILE, Claim, TraceFormat
 from harness.run.traces.normal import TraceError, type_name
 from harness.run.traces.reading import TraceText
@@ -30,7 +43,9 @@ from harness.run.traces.sniffing import listed_values
 ENTRY_POINT_GROUP = "ctxbench.trace_formats"
 #: The built-in formats, in the order they are listed.
 BUILTIN_FORMATS: tuple[TraceFormat[Any], ...] = (
-    atif.FORMAT, openai_chat.FORMAT, openai_responses.FORMAT, anthropic.FORMAT, strands.FORMAT, openhands.FORMAT)
+    atif.FORMAT, openai_chat.FORMAT, openai_responses.FORMAT, anthropic.FORMAT, strands.FORMAT, openhands.FORMAT,
+    swe_agent.FORMAT, swe_agent.STEPS_FORMAT, mini_swe_agent.FORMAT, tau_bench.FORMAT, litellm_logs.FORMAT,
+    claude_code.FORMAT, otel_genai.FORMAT)
 #: Names of the built-in trace formats, in the order `ctxbench replay --format` lists them.
 TRACE_FORMATS: tuple[str, ...] = tuple(f.name for f in BUILTIN_FORMATS)
 

@@ -47,9 +47,15 @@ GOOD = [
     ("strands", "strands/session_replication-lag-0402", ["replication-lag-0402"], [6]),
     ("openhands", "openhands/incident-triage-0314", ["incident-triage-0314-conv"], [10]),
     ("openhands", "openhands/replication-lag-0402", ["replication-lag-0402-conv"], [6]),
+    ("claude-code", "claude-code/incident_triage.jsonl", ["5b0e7c1a-3f42-4d8e-9a61-0c2d7e4f9b13"], [10]),
+    ("claude-code", "claude-code/replication_lag_compacted.jsonl", ["9c4a2e61-7d0b-4f3a-8e25-b61f0d3c7a48"], [14]),
+    ("otel-genai", "otel-genai/incident_triage.json", ["incident-triage-0314"], [10]),
+    ("otel-genai", "otel-genai/replication_lag_openllmetry.jsonl", ["0af7651916cd43dd8448eb211c80319c"], [6]),
+    ("otel-genai", "otel-genai/strands_two_traces.json",
+     ["7e1d2c3b4a5968778695a4b3c2d1e0f1", "8f2e3d4c5b6a79889706b5c4d3e2f102"], [6, 4]),
 ]
 #: Formats whose traces can say a tool result failed (OpenAI's have no error flag).
-HAS_ERROR_FLAG = {"anthropic", "atif", "strands", "openhands"}
+HAS_ERROR_FLAG = {"anthropic", "atif", "strands", "openhands", "claude-code", "otel-genai"}
 
 #: Every malformed sample and a text its one error line must contain.
 MALFORMED_CASES = {
@@ -224,7 +230,7 @@ def test_loading_writes_nothing(tmp_path: Path) -> None:
     shutil.copytree(DATA, copy)
     before = _fingerprint(copy)
     sessions = load_traces([copy])
-    assert len(sessions) == 14
+    assert len(sessions) == 30  # every sample session of every format (tests/data/traces)
     assert _fingerprint(copy) == before
 
 
