@@ -90,7 +90,7 @@ ROWS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
     ("model calls per session, median (IQR)", lambda m: _spread(m["model_calls"])),
     ("tool calls per session, median (IQR)", lambda m: _spread(m["tool_calls"])),
     ("distinct successful calls per session, median (IQR)", lambda m: _spread(m["distinct_calls"])),
-    ("payloads (successful results of distinct calls)", lambda m: f"{len(m['payload_bytes']):,}"),
+    ("payloads (every tool output)", lambda m: f"{len(m['payload_bytes']):,}"),
     ("payload median, bytes", lambda m: _number(_median(m["payload_bytes"]))),
     ("payload p95, bytes", lambda m: _number(_quantile(m["payload_bytes"], 0.95))),
     ("payload sigma (std of log bytes)", lambda m: _number(_log_sigma(m["payload_bytes"]), 3)),

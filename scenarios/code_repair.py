@@ -32,14 +32,33 @@ observations (the paper: 620-720 and 83.9%). Payload bytes: median 3.1 KB (the w
 steps, hold it up), p95 6 KB, max 14.9 KB.
 Fact values never need a ``word-xxxx`` suffix: they are built from vocabularies (``FACT_WORDS``) that
 the filler text never uses, so no value can occur by chance.
+
+A workload fitted to recorded sessions (``ctxbench fit``, `harness.run.fitting`) sets three more params,
+which change nothing when unset (scripts stay byte for byte what they were): ``turns_median`` and
+``turns_sigma``, a lognormal of session lengths whose short draws drop the chain's optional steps
+(`OPTIONAL_CORE`; 8 steps at the least, 9 with the second bug); and ``role_weights``, the exploration's share
+by role (read, search, edit, run), which also brings SWE-agent's reproduction script (create it, add a
+check to it, run it, remove it once the fix is in) and, graded on the patch, a script-first chain: the
+script, not the test suite, shows the failure and checks the fix, as SWE-agent's instance template tells its
+agent to ("Create a script to reproduce the error and execute it", "Rerun your reproduce script", and on
+submit "Remove your reproduction script"; SWE-agent/SWE-agent, config/default.yaml) and as its sessions do
+far more often than they run pytest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_serializer,
+)
 
 from harness.core.tools import ToolArgs, ToolRegistry
 from scenarios.base import Call, Fault, ScenarioFamily, ScenarioParams, Series, SessionScript, register
@@ -60,6 +79,32 @@ BROAD_SEARCH_P = 0.15
 FRAME_BYTES = 1500
 #: Chance of the second bug, a truncating rounding that needs another edit (J).
 SECOND_BUG_P = 0.35
+#: The params of a fitted workload (`CodeRepairParams`), recorded in a script only when set.
+FITTED_PARAMS = ("turns_median", "turns_sigma", "role_weights")
+#: The largest role weight: weights are relative (as a mix's are).
+MAX_ROLE_WEIGHT = 1e6
+#: Core steps a script shorter than its whole chain drops (fitted length mix only), first to last, of either
+#: chain: none finds a fact a later step needs (the suite's result is kept when graded on the report).
+OPTIONAL_CORE = ("scroll_to_constants", "run_test_file", "rerun_again", "rerun_repro_again", "run_full_suite",
+                 "rerun_failing_test", "rerun_repro")
+#: The roles an exploration step's call can have (`CodeRepairParams.role_weights`).
+ExplorationRole = Literal["read", "search", "edit", "run"]
+#: The role of each exploration kind's call (`harness.run.fitting.tool_role` names the same roles from a call):
+#: what ``role_weights`` weighs. Only the reproduction script edits.
+EXPLORATION_ROLES: dict[str, ExplorationRole] = {
+    "open_module": "read", "scroll_module": "read", "read_config": "read", "open_errors": "read",
+    "open_guards": "read", "open_sibling_rule": "read", "open_legacy": "read", "git_log": "read", "git_diff": "read",
+    "search_code": "search", "search_callers": "search", "list_dir": "search",
+    "run_other_tests": "run", "python_repro": "run", "run_repro": "run",
+    "create_repro": "edit", "edit_repro": "edit", "remove_repro": "edit",
+}
+#: The script-first chain's core steps that run the reproduction script (it stays until the last has run).
+REPRO_RUN_STEPS = frozenset({"_run_repro_first", "_rerun_repro", "_rerun_repro_again"})
+#: What SWE-agent prints for a command without output (``rm`` of the reproduction script): its
+#: ``next_step_no_output_template`` (SWE-agent/SWE-agent, config/default.yaml).
+NO_OUTPUT = "Your command ran successfully and did not produce any output."
+#: The commands a reproduction script is run with, in turn (calls must differ: a script makes no call twice).
+REPRO_RUNS = ("python {}", "python3 {}", "python -u {}", "python -X dev {}")
 
 PACKAGES = ("ledgerkit", "pricebook", "tillpoint", "cartwright", "invoicely", "shopfloor")
 #: Vocabularies of the fact values: the filler text below never uses these words.
@@ -193,6 +238,45 @@ class CodeRepairParams(ScenarioParams):
     #: as SWE-bench grades; or ``report``, the older five-fact final report, with the edit's line given
     #: literally (its file still from ``root_file``; kept to measure what the change moved).
     graded_on: Literal["patch", "report"] = "patch"
+    #: The session length mix, for a workload fitted to recorded sessions (`harness.run.fitting`): with
+    #: ``turns`` unset, each script's length is drawn from a lognormal of this median and sigma (either
+    #: alone takes the family's own value for the other, `TURNS_MEDIAN`, `TURNS_SIGMA`), clipped to
+    #: [1, `TURNS_MAX`]; a length below the core chain's drops its optional steps (`OPTIONAL_CORE`), down to
+    #: the shortest chain that still fixes the bug. Unset: the family's own mix, clipped to [20, 200].
+    turns_median: StrictInt | None = Field(None, ge=1, le=TURNS_MAX)
+    turns_sigma: float | None = Field(None, ge=0, le=2)
+    #: The exploration steps' share by role (``read``, ``search``, ``edit``, ``run``; relative weights),
+    #: for a fitted workload: each role's kinds keep their own weights' proportions. It also adds the
+    #: reproduction-script kinds (create, edit, run and remove a ``reproduce.py``, as SWE-agent sessions
+    #: do), the only exploration that edits. Unset: the kinds' own weights, and no reproduction script.
+    role_weights: dict[ExplorationRole, float] | None = None
+
+    @field_validator("role_weights")
+    @classmethod
+    def _valid_role_weights(cls, weights: dict[ExplorationRole, float] | None) -> dict[ExplorationRole, float] | None:
+        if weights is None:
+            return None
+        if any(not 0 <= w <= MAX_ROLE_WEIGHT for w in weights.values()):
+            raise ValueError(f"each role weight must be in [0, {MAX_ROLE_WEIGHT:g}]")
+        if not any(w > 0 for w in weights.values()):
+            raise ValueError("at least one role weight must be > 0")
+        return dict(sorted(weights.items()))
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The fitted-workload params are written only when set: a script made without them stays byte for
+        # byte what it was before they existed (tests/scenarios pins scripts by hash), and so do the params
+        # tables of reports.
+        data: dict[str, Any] = handler(self)
+        for name in FITTED_PARAMS:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    @property
+    def length_mix(self) -> bool:
+        """True when the script's length comes from the fitted length mix (``turns_median``/``turns_sigma``)."""
+        return self.turns is None and (self.turns_median is not None or self.turns_sigma is not None)
 
 
 def banner(text: str, fill: str = "=") -> str:
@@ -334,7 +418,12 @@ class CodeRepairDraft(ScriptDraft):
     def __init__(self, scenario: str, seed: int, params: CodeRepairParams, series: Series | None = None) -> None:
         super().__init__(scenario, seed, params, series)
         self.graded_on = params.graded_on
-        if params.turns is None:
+        self.params: CodeRepairParams = params
+        if params.length_mix:
+            median = TURNS_MEDIAN if params.turns_median is None else params.turns_median
+            sigma = TURNS_SIGMA if params.turns_sigma is None else params.turns_sigma
+            self.turns = max(1, min(TURNS_MAX, round(self.draws.child("turns").lognormal(median, sigma))))
+        elif params.turns is None:
             t = self.draws.child("turns").lognormal(TURNS_MEDIAN, TURNS_SIGMA)
             self.turns = max(TURNS_MIN, min(TURNS_MAX, round(t)))
         b, d = self.builder, self.draws
@@ -394,6 +483,11 @@ class CodeRepairDraft(ScriptDraft):
         self.edits = 0
         self.used: set[tuple[str, tuple[object, ...]]] = set()
         self.files: dict[str, list[str]] = {}
+        #: The reproduction script now in the repository (role_weights only), and how many were made.
+        self.repro: str | None = None
+        self.repros = 0
+        #: Core steps still to run the reproduction script (the script-first chain's).
+        self.repro_runs_left = 0
 
     # Files ---------------------------------------------------------------------------------------
 
@@ -469,8 +563,10 @@ class CodeRepairDraft(ScriptDraft):
         """``pytest -q`` progress lines (``path ....``) of about ``n_bytes`` (within the output cap), no
         failures; the percentages run up to 100."""
         n_bytes = min(n_bytes, self.builder.params.payload_max_bytes - FRAME_BYTES)
-        rows, size = [], 0
-        while size < n_bytes:
+        rows: list[str] = []
+        size = 0
+        # At least one row, however small the cap: the failing test's row is written over one of them.
+        while size < n_bytes or not rows:
             rows.append(f"{d.choice(files)} {'.' * d.integer(4, 40)}")
             size += 80
         return [row.ljust(72) + f" [{100 * (i + 1) // len(rows):3d}%]" for i, row in enumerate(rows)]
@@ -498,13 +594,18 @@ class CodeRepairDraft(ScriptDraft):
     # Core steps ----------------------------------------------------------------------------------
 
     def script(self) -> SessionScript:
-        core: list[Callable[[], CoreStep]] = [
-            self._run_pricing_tests, self._reproduce, self._open_calling_frame, self._search_root_function,
-            self._open_root_function, self._search_constant, self._scroll_to_constants, self._edit_divisor,
-            self._rerun_failing_test]
-        if self.second_bug:
-            core += [self._edit_rounding, self._rerun_again]
-        core += [self._run_test_file, self._run_full_suite, self._submit]
+        if self.params.role_weights is not None and self.graded_on == "patch":
+            core = self._script_first_chain()
+        else:
+            core = [self._run_pricing_tests, self._reproduce, self._open_calling_frame, self._search_root_function,
+                    self._open_root_function, self._search_constant, self._scroll_to_constants, self._edit_divisor,
+                    self._rerun_failing_test]
+            if self.second_bug:
+                core += [self._edit_rounding, self._rerun_again]
+            core += [self._run_test_file, self._run_full_suite, self._submit]
+        if self.params.length_mix:
+            core = self._shortened(core)
+        self.repro_runs_left = sum(1 for step in core if step.__name__ in REPRO_RUN_STEPS)
         self.builder.interleave(core, self.exploration_slots(len(core)), self._explore, set())
         task = (f"Issue #{self.draws.integer(1200, 4800)} in acme/{self.pkg}: {self.kind} discounts fail for "
                 f"customers on a {self.grade} {self.noun}.\n\nWhen a {self.kind} rule of {self.percent}% is applied "
@@ -518,8 +619,33 @@ class CodeRepairDraft(ScriptDraft):
                      "bug, the bug's location as <file name>:<line>, and the final test-suite result.")
             return self.builder.build(task, [], ["failing_test", "root_file", "root_function", "bug_line",
                                                  "suite_result"])
-        patch = [step.id for step in self.builder.steps if step.tool == "edit_file"]
+        # The patch is the root file's edits (a reproduction script's edits are the agent's own scaffolding).
+        patch = [step.id for step in self.builder.steps
+                 if step.tool == "edit_file" and step.args.get("path") == "root_file"]
         return self.builder.build(task, [], [], patch=patch)
+
+    def _script_first_chain(self) -> list[Callable[[], CoreStep]]:
+        """The core chain of a fitted workload's session: a reproduction script shows the failure and checks
+        the fix (SWE-agent's way), then the same search for the root cause and the same edits; no test file
+        run (its output names the failing test, which this chain never looks up)."""
+        core: list[Callable[[], CoreStep]] = [
+            self._make_repro, self._run_repro_first, self._open_calling_frame, self._search_root_function,
+            self._open_root_function, self._search_constant, self._scroll_to_constants, self._edit_divisor,
+            self._rerun_repro]
+        if self.second_bug:
+            core += [self._edit_rounding, self._rerun_repro_again]
+        return [*core, self._run_full_suite, self._submit]
+
+    def _shortened(self, core: list[Callable[[], CoreStep]]) -> list[Callable[[], CoreStep]]:
+        """``core`` without its optional steps (`OPTIONAL_CORE`, in that order) until it is no longer than the
+        drawn length; the suite's result stays when the session is graded on its report, which states it."""
+        for name in OPTIONAL_CORE:
+            if len(core) <= self.turns:
+                break
+            if name == "run_full_suite" and self.graded_on == "report":
+                continue
+            core = [step for step in core if step.__name__ != f"_{name}"]
+        return core
 
     def _run_pricing_tests(self) -> CoreStep:
         d = self.draws
@@ -687,11 +813,37 @@ class CodeRepairDraft(ScriptDraft):
             kinds["open_legacy"] = 0.3
         if self.edits and "bug_line" in available:
             kinds["git_diff"] = 0.5
+        if self.params.role_weights is not None:
+            kinds = self._by_role(kinds, available, self.params.role_weights)
         for _ in range(50):
             kind = e.weighted(list(kinds), list(kinds.values()))
             if self.EXPLORATION_STEPS[kind](self):
                 return
         raise RuntimeError(f"{self.builder.scenario} seed {self.builder.seed}: no new exploration call")
+
+    def _by_role(self, kinds: dict[str, float], available: set[str],
+                 roles: dict[ExplorationRole, float]) -> dict[str, float]:
+        """``kinds`` and the reproduction-script kinds that fit its state, weighted so that each role's kinds
+        together have the role's weight (`CodeRepairParams.role_weights`), in their own weights' proportions.
+        A role without a kind now gives its weight to none; no kind of a weighted role: the kinds as given."""
+        kinds = dict(kinds)
+        if self.repro is None:
+            kinds["create_repro"] = 1.0
+        else:
+            kinds["edit_repro"] = 1.0
+            # The script is removed once the fix is in and no core step runs it any more (SWE-agent's
+            # instructions: clean up before submitting).
+            if self.edits and not self.repro_runs_left:
+                kinds["remove_repro"] = 0.3
+            # Run before the fix, the script shows the traceback, whose frames are facts of their own.
+            if {"call_file", "raise_function"} <= available:
+                kinds["run_repro"] = 3.0
+        totals: dict[ExplorationRole, float] = {}
+        for kind, weight in kinds.items():
+            totals[EXPLORATION_ROLES[kind]] = totals.get(EXPLORATION_ROLES[kind], 0.0) + weight
+        weighted = {kind: roles.get(EXPLORATION_ROLES[kind], 0.0) * weight / totals[EXPLORATION_ROLES[kind]]
+                    for kind, weight in kinds.items()}
+        return weighted if any(w > 0 for w in weighted.values()) else kinds
 
     def _new(self, tool: str, *key: object) -> bool:
         """True (and remember it) if the call ``(tool, *key)`` was not made before."""
@@ -878,19 +1030,98 @@ class CodeRepairDraft(ScriptDraft):
                    f"c.add_rule('{self.kind}', percent={self.percent}); print(c.total())\"")
         if not self._new("bash", command, self.edits):
             return False
+        text = self._repro_output('  File "<string>", line 1, in <module>')
+        if self.edits:
+            command += f" # after edit {self.edits}, try {self.explored}"
+        self.builder.step("bash", {"command": lit(command)}, text)
+        return True
+
+    def _repro_output(self, first_frame: str) -> str:
+        """What running the bug's reproduction prints: the traceback down to the guard before the fix (its
+        first frame ``first_frame``), the cart's total after it (a cent short while the second bug stays)."""
         if self.edits == 0:
-            text = "\n".join(["Traceback (most recent call last):", '  File "<string>", line 1, in <module>',
+            return "\n".join(["Traceback (most recent call last):", first_frame,
                               *(f'  File "/repo/{f.split(":")[0]}", line {f.split(":")[1]}, in {f.split(" in ")[1]}'
                                 for f in self._short_traceback()[::2]),
                               f'  File "/repo/{self.pkg}/pricing/guards.py", line {self.raise_line}, in '
                               f"{self.raise_function}",
                               f'    raise {self.exception}(f"rate {{rate!r}} outside [0, 1]")',
                               f"{self.pkg}.errors.{self.exception}: rate Decimal('{self.percent}') outside [0, 1]"])
-        else:
-            text = _discounted(self.price, self.percent, truncate=self.second_bug and self.edits < 2)
-        if self.edits:
-            command += f" # after edit {self.edits}, try {self.explored}"
-        self.builder.step("bash", {"command": lit(command)}, text)
+        return _discounted(self.price, self.percent, truncate=self.second_bug and self.edits < 2)
+
+    # The reproduction script (role_weights only): create it, change it, run it, remove it.
+
+    def _repro_lines(self) -> list[str]:
+        return ["from decimal import Decimal", "", f"from {self.pkg}.testing import make_cart", "",
+                f'cart = make_cart({self.noun}="{self.grade}", lines=[("SKU-{self.percent}", 1, "{self.price}")])',
+                f'cart.add_rule("{self.kind}", percent={self.percent})',
+                'print("total:", cart.total())', f'print("expected: {self.expected}")']
+
+    def _repro_created(self) -> CoreStep:
+        """Write a new reproduction script (SWE-agent's ``create`` and the ``edit`` that fills it, in one)."""
+        self.repros += 1
+        path = "reproduce.py" if self.repros == 1 else f"reproduce_{self.repros}.py"
+        lines = self._repro_lines()
+        self.files[path] = lines
+        self.repro = path
+        return CoreStep("edit_file", {"path": lit(path), "start_line": lit(1), "end_line": lit(1),
+                                      "replacement": lit("\n".join(lines))}, window(path, lines, 1) + "\n" + EDITED, [])
+
+    def _repro_run(self, finds: Sequence[str] = ()) -> CoreStep:
+        """Run the reproduction script: the traceback before the fix, the total after it; ``finds`` are the
+        facts this run is the first to show. The command is the next of `REPRO_RUNS` not made yet."""
+        path = self.repro
+        assert path is not None
+        runs = [form.format(path) for form in REPRO_RUNS]
+        command = next((c for c in runs if self._new("bash", c)), f"{runs[0]}  # run {len(self.builder.steps) + 1}")
+        return CoreStep("bash", {"command": lit(command)},
+                        self._repro_output(f'  File "/repo/{path}", line 7, in <module>'), finds)
+
+    def _add(self, step: CoreStep) -> bool:
+        """Add ``step`` as an exploration step (it is always a new call)."""
+        self.builder.step(step.tool, step.args, step.payload, step.produces, **step.extra)
+        return True
+
+    def _create_repro(self) -> bool:
+        return self._add(self._repro_created())
+
+    def _edit_repro(self) -> bool:
+        path = self.repro
+        assert path is not None
+        lines = self.files[path]
+        at = self.explore_draws.integer(5, len(lines))
+        new = f'print("check {self.explored}:", cart.total() == Decimal("{self.expected}"))'
+        lines.insert(at, new)
+        self.builder.step("edit_file", {"path": lit(path), "start_line": lit(at + 1), "end_line": lit(at),
+                                        "replacement": lit(new)}, window(path, lines, 1) + "\n" + EDITED)
+        return True
+
+    def _run_repro(self) -> bool:
+        return self._add(self._repro_run())
+
+    # The script-first core chain (role_weights, graded on the patch): the reproduction script, not the
+    # test suite, shows the failure, as SWE-agent's instructions have it.
+
+    def _make_repro(self) -> CoreStep:
+        return self._repro_created()
+
+    def _run_repro_first(self) -> CoreStep:
+        self.repro_runs_left -= 1
+        return self._repro_run(["exception", "call_file", "raise_function"])
+
+    def _rerun_repro(self) -> CoreStep:
+        self.repro_runs_left -= 1
+        return self._repro_run()
+
+    def _rerun_repro_again(self) -> CoreStep:
+        self.repro_runs_left -= 1
+        return self._repro_run()
+
+    def _remove_repro(self) -> bool:
+        path = self.repro
+        assert path is not None
+        self.repro = None
+        self.builder.step("bash", {"command": lit(f"rm {path}")}, NO_OUTPUT)
         return True
 
     def _git_diff(self) -> bool:
@@ -922,6 +1153,10 @@ class CodeRepairDraft(ScriptDraft):
         "open_legacy": _open_legacy,
         "python_repro": _python_repro,
         "git_diff": _git_diff,
+        "create_repro": _create_repro,
+        "edit_repro": _edit_repro,
+        "run_repro": _run_repro,
+        "remove_repro": _remove_repro,
     }
 
 

@@ -1,14 +1,25 @@
 """Workload fitting: measure real agent transcripts, choose the scenario params that make ctxbench's
 generators produce sessions like them, and measure what those params generate, for the side-by-side.
 
-`measure` reads imported sessions (`harness.run.traces`) into `WorkloadMeasures`; `fit` turns them
-into a `WorkloadFit` (a lognormal of payload sizes with its goodness of fit, the session length, and
-scenario family weights from the tool mix); `workload_toml` / `write_workload` write it as a run
-config that `harness.run.config.load_config` loads (names from the transcripts, which may hold any
-character, are written through `toml_string` and `toml_comment`, and the text is parsed back before it is
-returned); `generated_measures` replays sessions of that
-config under ``unbounded`` with the mock model and measures them the same way. `synthetic_sessions`
-and `write_synthetic_traces` make transcripts from ctxbench's own generators (known truth for tests).
+`measure` reads imported sessions (`harness.run.traces`) into `WorkloadMeasures`: per session its length
+(tool calls), context growth per call and tokens; pooled, every tool output's size (an empty output is an
+output of 0 bytes), the observation share and the tool mix, each call also given a role (`tool_role`:
+``read``, ``search``, ``edit``, ``run`` or ``other``, from the tool's name and, for a shell or an editor
+tool, its command). A transcript whose agent writes its actions as text (SWE-agent's non-function-calling
+modes: a fenced block or a ``<command>`` block ending each assistant message, the observation in the next
+user message) is read the same way (`text_action`).
+
+`fit` turns the measures into a `WorkloadFit`: the lognormal of the session lengths and of the payload
+sizes (median and sigma, the cap at the largest measured output), the scenario family weights that best
+explain the tools and roles, and the generator params that reproduce them, calibrated by generating
+scripts. A family with the fitted-workload params (``code_repair``'s ``turns_median``, ``turns_sigma``,
+``role_weights``) gets the length distribution and the role mix; any other family one ``turns`` value.
+`workload_toml` / `write_workload` write it as a run config that `harness.run.config.load_config` loads
+(names from the transcripts, which may hold any character, are written through `toml_string` and
+`toml_comment`, and the text is parsed back before it is returned); `generated_measures` replays sessions
+of that config under ``unbounded`` with the mock model (as ``ctxbench run`` does) and measures them the same
+way; `agreement` puts the two side by side. `synthetic_sessions` and `write_synthetic_traces` make
+transcripts from ctxbench's own generators (known truth for tests).
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import numpy as np
 import tomli_w
@@ -38,16 +49,27 @@ from harness.run.plan import allocate
 from harness.run.traces import ImportedSession
 from harness.sim.kernel import Replay
 from harness.sim.profiles import Profile
-from scenarios.base import ScenarioParams, SessionScript, Step
+from scenarios.base import LITERAL_PREFIX, ScenarioParams, SessionScript, Step
 from scenarios.mix import DEFAULT_FAMILIES
 from strategies import create
 
 __all__ = [
+    "AGREEMENT_TOLERANCE",
+    "ROLES",
+    "Agreement",
     "FitError",
     "LognormalFit",
+    "ScriptShape",
     "SessionMeasures",
     "WorkloadFit",
     "WorkloadMeasures",
+    "agreement",
+    "agreement_cells",
+    "agreement_header",
+    "agreement_markdown",
+    "command_role",
+    "comparison_sessions",
+    "family_role_shares",
     "family_tool_shares",
     "fit",
     "fit_lognormal",
@@ -58,8 +80,10 @@ __all__ = [
     "mix_weights",
     "report_inputs",
     "synthetic_sessions",
+    "text_action",
     "toml_comment",
     "toml_string",
+    "tool_role",
     "workload_config",
     "workload_toml",
     "write_synthetic_traces",
@@ -68,12 +92,19 @@ __all__ = [
 
 #: Sessions the written config runs by default: enough for a first comparison in a few minutes.
 DEFAULT_RUN_SESSIONS = 200
-#: Scripts generated per calibration round (`fit`): the generator's payload sizes are measured on
-#: about 35 payloads per script, so 40 scripts pin their log-mean to about +-0.03.
+#: Scripts generated per calibration round (`fit`), at the least: about 35 payloads per script at the
+#: default lengths, 1,400 a round, which pins their log-median to a few hundredths.
 CALIBRATION_SCRIPTS = 40
-#: Calibration rounds: each moves the params by the gap between measured and generated sizes; two
-#: more rounds after the first correct what the generator's nonlinear parts (clipping, log dumps) add.
-CALIBRATION_ROUNDS = 3
+#: Payloads a calibration round measures, at the least: short sessions get more scripts (up to
+#: `MAX_CALIBRATION_SCRIPTS`), since a round's median moves with the few scripts' composition otherwise.
+CALIBRATION_PAYLOADS = 2000
+MAX_CALIBRATION_SCRIPTS = 400
+#: Calibration rounds: each moves the params by the gap between the measured and the generated shape;
+#: the rounds after the first correct what the generator's nonlinear parts (fixed-size windows, the core
+#: chain's length, clipping) add.
+CALIBRATION_ROUNDS = 4
+#: Prefix of the scenario name the calibration scripts are seeded with (`_script_shape`).
+CALIBRATION_STREAM = "calibration:"
 #: Scripts generated per family to learn which tools it calls and how often (`family_tool_shares`).
 PROBE_SCRIPTS = 8
 #: Params of those scripts: the default length, and small fixed payloads, since which tools a family calls
@@ -86,10 +117,171 @@ MIN_FAMILY_WEIGHT = 0.01
 #: Strategy the comparison sessions are replayed under: the whole history, so what the transcripts
 #: show is what the generator made, untouched by any context management.
 REPLAY_STRATEGY = "unbounded"
+#: The params a family takes to reproduce a length distribution and a role mix (`scenarios.code_repair`).
+LENGTH_MIX_PARAMS = ("turns_median", "turns_sigma")
+ROLE_PARAM = "role_weights"
 
 
 class FitError(Exception):
-    """Transcripts that cannot be fitted (no successful tool result, no tool call): one line for the user."""
+    """Transcripts that cannot be fitted (no tool output at all): one line for the user."""
+
+
+# Roles -----------------------------------------------------------------------------------------------------
+
+#: What a tool call does, as far as a workload is concerned: reads a file or a view, searches or lists,
+#: edits (any change to files or the system), runs a program or tests, or anything else (submit, cd, echo).
+ROLES = ("read", "search", "edit", "run", "other")
+
+#: Names whose role the name alone says: SWE-agent's commands, common agent tools, and shell programs (a
+#: shell command is classified by its first word, `command_role`). Lower case.
+NAMED_ROLES: dict[str, str] = {
+    **dict.fromkeys((
+        "open", "goto", "scroll_up", "scroll_down", "scroll", "cat", "head", "tail", "less", "more", "view", "read",
+        "read_file", "open_file", "view_file", "nl", "bat", "file", "strings", "xxd", "hexdump", "od", "wc",
+        "stat", "diff", "readelf", "objdump", "decompile", "disassemble", "jq"), "read"),
+    **dict.fromkeys((
+        "search_dir", "search_file", "find_file", "grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd",
+        "locate", "ls", "tree", "glob", "search", "search_repo", "list_dir", "list_files", "list_directory"),
+        "search"),
+    **dict.fromkeys((
+        "edit", "create", "insert", "str_replace", "write", "write_file", "edit_file", "delete_file", "apply_patch",
+        "patch", "rm", "rmdir", "mv", "cp", "touch", "mkdir", "chmod", "ln", "set_cursors", "append"), "edit"),
+    **dict.fromkeys((
+        "python", "python3", "pytest", "pip", "pip3", "uv", "poetry", "make", "cmake", "node", "npm", "npx",
+        "yarn", "go", "cargo", "rustc", "gcc", "g++", "clang", "java", "javac", "mvn", "gradle", "ruby", "perl",
+        "php", "tox", "nox", "run_tests", "gdb", "sh"), "run"),
+    **dict.fromkeys((
+        "submit", "cd", "pushd", "popd", "echo", "printf", "pwd", "export", "exit", "true", "sleep", "clear",
+        "history", "which", "whoami", "think", "finish", "task_complete", "source", "set", "unset"), "other"),
+}
+#: Tools that take a shell command: classified by the command (`command_role`).
+SHELL_TOOLS = frozenset({"bash", "shell", "terminal", "execute_bash", "run_command", "run_shell_command", "exec",
+                         "execute", "execute_command", "command", "cmd", "run_terminal_cmd", "bash_tool",
+                         "container.exec"})
+#: The argument a shell tool's command is in, the first present.
+COMMAND_ARGS = ("command", "cmd", "script", "code", "input")
+#: File-editor tools with a sub-command (SWE-agent's and Anthropic's ``str_replace_editor``): ``view`` reads,
+#: every other sub-command edits.
+EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "edit_tool"})
+#: Git sub-commands by role (the rest: other).
+GIT_ROLES: dict[str, str] = {
+    **dict.fromkeys(("diff", "log", "show", "status", "blame"), "read"),
+    **dict.fromkeys(("grep", "ls-files"), "search"),
+    **dict.fromkeys(("apply", "checkout", "commit", "add", "reset", "stash", "restore", "rm", "mv", "am",
+                     "cherry-pick", "revert", "merge", "rebase", "switch"), "edit"),
+}
+#: Words of a tool name (split at ``_``, ``-``, ``.`` and case changes) that say its role, checked in this
+#: order (a tool that changes something is an edit whatever else it says).
+NAME_WORD_ROLES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("edit", frozenset({"edit", "write", "create", "insert", "replace", "delete", "remove", "update", "set",
+                        "patch", "apply", "rollback", "undo", "restart", "scale", "move", "rename", "modify",
+                        "put", "post", "append", "save", "kill", "cordon", "drain"})),
+    ("run", frozenset({"run", "exec", "execute", "test", "tests", "python", "pytest", "shell", "bash", "terminal",
+                       "eval", "build", "compile", "install", "invoke"})),
+    ("search", frozenset({"search", "find", "grep", "glob", "query", "lookup", "list", "ls", "locate", "scan"})),
+    ("read", frozenset({"read", "open", "view", "cat", "get", "show", "describe", "logs", "log", "fetch", "scroll",
+                        "goto", "inspect", "explain", "status", "diff", "head", "tail", "print", "top", "watch",
+                        "metrics", "trace", "events", "history", "check", "look", "browse", "download"})),
+)
+#: Words before the program a shell command runs (``sudo``, ``timeout 30``, ``env``), skipped.
+_WRAPPERS = frozenset({"sudo", "time", "nohup", "env", "command", "exec", "nice", "stdbuf", "xargs"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _program(words: list[str]) -> tuple[str, list[str]]:
+    """The program a command's words run, and its arguments: wrappers and ``VAR=value`` skipped."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if _ASSIGNMENT.match(word) or word in _WRAPPERS:
+            i += 1
+        elif word == "timeout":  # ``timeout 30 cmd``: its duration too
+            i += 2
+        else:
+            return word, words[i + 1:]
+    return "", []
+
+
+def _command_words(command: str) -> list[str]:
+    """The words of the first command of ``command`` that is not navigation (``cd x && pytest`` runs pytest):
+    commands are split at ``&&``, ``||`` and ``;`` (a pipeline's first command is the one that counts)."""
+    segments = [s.split() for s in re.split(r"&&|\|\||;|\n", command)]
+    segments = [s for s in segments if s]
+    for words in segments:
+        program, _ = _program(words)
+        if program not in ("cd", "pushd", "popd", "export", "source", ".", "set"):
+            return words
+    return segments[0] if segments else []
+
+
+def command_role(command: str) -> str:
+    """The role of a shell command (or a SWE-agent text action) by the program its first word names:
+    `NAMED_ROLES`, git by its sub-command, ``sed`` an edit with ``-i`` and a read without; a script path
+    (``./x``, ``x.py``, ``x.sh``) or any other program runs something."""
+    program, args = _program(_command_words(command))
+    name = program.rsplit("/", 1)[-1].lower()
+    if not name:
+        return "other"
+    if name == "git":
+        sub = next((a for a in args if not a.startswith("-")), "")
+        return GIT_ROLES.get(sub, "other")
+    if name == "sed":
+        return "edit" if any(a.startswith("-i") or a == "--in-place" for a in args) else "read"
+    if name in NAMED_ROLES:
+        return NAMED_ROLES[name]
+    return "run"
+
+
+def tool_role(name: str, arguments: Mapping[str, Any]) -> str:
+    """The role (`ROLES`) of a call of tool ``name`` with ``arguments``: a shell tool by its command
+    (`command_role`), a file editor by its sub-command, any other tool by its name (`NAMED_ROLES`, then the
+    words of the name, `NAME_WORD_ROLES`); ``other`` when nothing says."""
+    key = name.lower()
+    base = re.split(r"__|\.", key)[-1] if key not in SHELL_TOOLS else key
+    if key in SHELL_TOOLS or base in SHELL_TOOLS:
+        command = next((arguments[a] for a in COMMAND_ARGS if isinstance(arguments.get(a), str)), None)
+        return command_role(command) if command is not None else "run"
+    if base in EDITOR_TOOLS:
+        sub = arguments.get("command")
+        return "read" if sub == "view" else "edit"
+    if base in NAMED_ROLES:
+        return NAMED_ROLES[base]
+    words = {w.lower() for w in _NAME_WORDS.findall(name)}
+    for role, role_words in NAME_WORD_ROLES:
+        if words & role_words:
+            return role
+    return "other"
+
+
+# Text actions ----------------------------------------------------------------------------------------------
+
+#: A session is read as one of text actions when it holds no tool call and at least this share of its
+#: assistant messages end with a command block (a chat whose answers happen to end with code rarely does).
+TEXT_ACTION_SHARE = 0.5
+
+
+def text_action(text: str) -> str | None:
+    """The command of an assistant message that ends with an action block: the text of the last fenced
+    block (its info string dropped) or of the last ``<command>...</command>``, as SWE-agent's parsers take it
+    (SWE-agent/SWE-agent, ``sweagent/tools/parsing.py``: ``ThoughtActionParser``, ``XMLThoughtActionParser``),
+    but only when the block ends the message (SWE-agent's messages are a thought, then the command), which
+    keeps a chat answer with code in the middle from reading as an action; None otherwise."""
+    stripped = text.rstrip()
+    if stripped.endswith("</command>"):
+        start = stripped.rfind("<command>")
+        body = stripped[start + len("<command>"):-len("</command>")] if start >= 0 else None
+    elif stripped.endswith("```") and len(stripped) > 3:
+        start = stripped.rfind("```", 0, len(stripped) - 3)
+        if start < 0:
+            return None
+        block = stripped[start + 3:-3]
+        info, newline, rest = block.partition("\n")
+        body = rest if newline else info
+    else:
+        return None
+    command = body.strip() if body is not None else ""
+    return command or None
 
 
 # Measuring ------------------------------------------------------------------------------------------------
@@ -102,14 +294,18 @@ class SessionMeasures:
     session_id: str
     #: Model calls: assistant messages.
     model_calls: int
-    #: Tool calls made (ToolUse blocks).
+    #: Tool calls made (ToolUse blocks, or text actions): the session's length.
     tool_calls: int
-    #: Distinct successful calls (tool and input): the ideal session's length, without failed attempts
-    #: and re-fetches of an output already seen. This is what the generators' ``turns`` counts.
+    #: Distinct successful calls (tool and input): the session without failed attempts and re-fetches.
     distinct_calls: int
     #: Slope of the prompt's tokens (the messages before each model call) over the model calls, by
-    #: least squares; nan with fewer than two model calls.
+    #: least squares: the context tokens each call adds; nan with fewer than two model calls.
     growth_per_turn: float
+    #: Tokens of every model call, input (the messages before it; the system prompt and tool schemas, which
+    #: a generated session's transcript does not hold, left out on both sides) plus output (its message).
+    total_tokens: int = 0
+    #: Tool calls read from the assistant's text (`text_action`); 0 for a session of tool-call blocks.
+    text_actions: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,15 +313,34 @@ class WorkloadMeasures:
     """What a set of sessions shows, pooled (see `measure`)."""
 
     sessions: tuple[SessionMeasures, ...]
-    #: UTF-8 bytes of the last successful result of each distinct call (a re-fetch is counted once; the
-    #: last, because formats without an error status, such as OpenAI's, show a failed attempt as a success).
+    #: UTF-8 bytes of every tool output (an empty one is 0), in session and call order.
     payload_bytes: tuple[int, ...]
-    #: Tool name -> calls, sorted by name.
-    tool_counts: tuple[tuple[str, int], ...]
+    #: (tool name, role, calls), sorted.
+    call_counts: tuple[tuple[str, str, int], ...]
     tool_results: int
     error_results: int
+    #: Tokens of the tool outputs, and of every message (each counted once; the system prompt left out).
     result_tokens: int
     message_tokens: int
+    #: The bytes of the outputs that are not error results (a scenario's payloads: errors are the runtime's
+    #: faults, added on top); every output in a format without an error status.
+    success_bytes: tuple[int, ...] = ()
+
+    @property
+    def tool_counts(self) -> tuple[tuple[str, int], ...]:
+        """Tool name -> calls, sorted by name."""
+        counts: Counter[str] = Counter()
+        for tool, _, n in self.call_counts:
+            counts[tool] += n
+        return tuple(sorted(counts.items()))
+
+    @property
+    def role_counts(self) -> dict[str, int]:
+        """Role -> calls, every role of `ROLES` (0 when none)."""
+        counts = dict.fromkeys(ROLES, 0)
+        for _, role, n in self.call_counts:
+            counts[role] += n
+        return counts
 
     @property
     def tool_mix(self) -> dict[str, float]:
@@ -134,14 +349,38 @@ class WorkloadMeasures:
         return {name: n / total for name, n in self.tool_counts} if total else {}
 
     @property
+    def role_mix(self) -> dict[str, float]:
+        """Role -> its share of the tool calls (every role of `ROLES`); empty without calls."""
+        counts = self.role_counts
+        total = sum(counts.values())
+        return {role: n / total for role, n in counts.items()} if total else {}
+
+    @property
     def error_share(self) -> float:
         """Share of tool results that are errors."""
         return self.error_results / self.tool_results if self.tool_results else math.nan
 
     @property
+    def empty_share(self) -> float:
+        """Share of tool outputs that are empty."""
+        return sum(1 for b in self.payload_bytes if b == 0) / len(self.payload_bytes) if self.payload_bytes \
+            else math.nan
+
+    @property
     def observation_share(self) -> float:
-        """Tokens of tool results over the tokens of every message."""
+        """Tokens of tool outputs over the tokens of every message: the share of the input the observations
+        are (the share of the last call's context, and of what the context grew by)."""
         return self.result_tokens / self.message_tokens if self.message_tokens else math.nan
+
+    @property
+    def session_lengths(self) -> list[int]:
+        """Tool calls per session."""
+        return [s.tool_calls for s in self.sessions]
+
+    @property
+    def text_action_sessions(self) -> int:
+        """Sessions whose calls were read from the assistant's text."""
+        return sum(1 for s in self.sessions if s.text_actions)
 
     def growth(self) -> tuple[float, float, float]:
         """Median and quartiles (25%, 75%) of the per-session context growth per turn."""
@@ -160,9 +399,12 @@ class WorkloadMeasures:
             "tool_calls": [s.tool_calls for s in self.sessions],
             "distinct_calls": [s.distinct_calls for s in self.sessions],
             "growth_per_turn": [s.growth_per_turn for s in self.sessions],
+            "total_tokens": [s.total_tokens for s in self.sessions],
             "payload_bytes": list(self.payload_bytes),
             "tool_mix": self.tool_mix,
+            "role_mix": self.role_mix,
             "error_share": self.error_share,
+            "empty_share": self.empty_share,
             "observation_share": self.observation_share,
             "growth_median": growth,
             "growth_q25": growth_q25,
@@ -170,8 +412,21 @@ class WorkloadMeasures:
         }
 
 
-def _call_key(use: ToolUse) -> str:
-    return use.name + " " + json.dumps(use.input, sort_keys=True, default=str)
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One tool call of a session: its tool, input, role, and the output it got (None: none recorded)."""
+
+    name: str
+    input: Mapping[str, Any]
+    role: str
+    output: str | None
+    status: str
+    #: Tokens of the output (0 without one).
+    output_tokens: int
+
+
+def _call_key(name: str, arguments: Mapping[str, Any]) -> str:
+    return name + " " + json.dumps(arguments, sort_keys=True, default=str)
 
 
 def _block_tokens(message: Message, text: str) -> int:
@@ -189,45 +444,87 @@ def _slope(ys: Sequence[float]) -> float:
     return float((x * (y - y.mean())).sum() / (x * x).sum())
 
 
+def _text_actions(messages: Sequence[Message]) -> dict[int, str] | None:
+    """Index of each assistant message -> the command it ends with, when ``messages`` are a session of text
+    actions (no tool call block, and `TEXT_ACTION_SHARE` of the assistant messages end with a command);
+    None otherwise."""
+    assistants = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    if any(isinstance(b, ToolUse) for m in messages for b in m.blocks):
+        return None
+    actions = {i: command for i in assistants if (command := text_action(messages[i].text)) is not None}
+    return actions if actions and len(actions) >= TEXT_ACTION_SHARE * len(assistants) else None
+
+
+def _calls(messages: Sequence[Message]) -> tuple[list[_Call], bool]:
+    """The tool calls of a session in order, and whether they were read from text actions. A text action's
+    tool is its program (``open``, ``python``); its output, the next user message (none after the last)."""
+    actions = _text_actions(messages)
+    calls: list[_Call] = []
+    if actions is not None:
+        for i, command in actions.items():
+            after = messages[i + 1] if i + 1 < len(messages) and messages[i + 1].role == "user" else None
+            program, _ = _program(_command_words(command))
+            output = after.text if after is not None else None
+            tokens = _block_tokens(after, output) if after is not None and output is not None else 0
+            calls.append(_Call(program or command.split()[0], {"command": command}, command_role(command), output,
+                               "success", tokens))
+        return calls, True
+    pending: dict[str, int] = {}
+    for message in messages:
+        for block in message.blocks:
+            if isinstance(block, ToolUse):
+                pending[block.id] = len(calls)
+                calls.append(_Call(block.name, block.input, tool_role(block.name, block.input), None, "success", 0))
+            elif isinstance(block, ToolResult):
+                at = pending.pop(block.tool_use_id, None)
+                tokens = _block_tokens(message, block.content)
+                if at is None:  # a result without its call (the builder allows none; kept for safety)
+                    calls.append(_Call("", {}, "other", block.content, block.status, tokens))
+                    continue
+                use = calls[at]
+                calls[at] = _Call(use.name, use.input, use.role, block.content, block.status, tokens)
+    return calls, False
+
+
 def measure(sessions: Iterable[ImportedSession]) -> WorkloadMeasures:
-    """Measure ``sessions``: per session its model calls, tool calls, distinct successful calls and
-    context growth per turn; pooled, the tool mix, the payload sizes of successful results, the share
-    of error results and the share of tokens that are tool results."""
+    """Measure ``sessions``: per session its model calls, tool calls (its length), distinct successful calls,
+    context growth per turn and tokens; pooled, every tool output's size (empty ones too), the call counts by
+    tool and role (`tool_role`), the share of error results and the share of tokens that are tool outputs.
+    A session of text actions (`text_action`) is measured from them: the observations are its user messages."""
     per_session: list[SessionMeasures] = []
     payloads: list[int] = []
-    tools: Counter[str] = Counter()
+    successes: list[int] = []
+    counts: Counter[tuple[str, str]] = Counter()
     results = errors = result_tokens = message_tokens = 0
     for session in sessions:
-        uses: dict[str, ToolUse] = {}
-        #: Call (tool and input) -> bytes of its last successful result.
-        call_payloads: dict[str, int] = {}
+        calls, from_text = _calls(session.messages)
         prompts: list[int] = []
-        prompt = model_calls = tool_calls = 0
+        prompt = total = 0
         for message in session.messages:
             if message.role == "assistant":
-                model_calls += 1
                 prompts.append(prompt)
+                total += prompt + message.tokens
             prompt += message.tokens
             message_tokens += message.tokens
-            for block in message.blocks:
-                if isinstance(block, ToolUse):
-                    tool_calls += 1
-                    tools[block.name] += 1
-                    uses[block.id] = block
-                elif isinstance(block, ToolResult):
-                    results += 1
-                    result_tokens += _block_tokens(message, block.content)
-                    if block.status == "error":
-                        errors += 1
-                        continue
-                    use = uses.get(block.tool_use_id)
-                    key = _call_key(use) if use is not None else f"result {block.tool_use_id}"
-                    call_payloads[key] = len(block.content.encode("utf-8"))
-        payloads.extend(call_payloads.values())
-        per_session.append(SessionMeasures(session.session_id, model_calls, tool_calls, len(call_payloads),
-                                           _slope(prompts)))
-    return WorkloadMeasures(tuple(per_session), tuple(payloads), tuple(sorted(tools.items())), results, errors,
-                            result_tokens, message_tokens)
+        distinct: set[str] = set()
+        for call in calls:
+            counts[(call.name, call.role)] += 1
+            if call.output is None:
+                continue
+            results += 1
+            result_tokens += call.output_tokens
+            size = len(call.output.encode("utf-8"))
+            payloads.append(size)
+            if call.status == "error":
+                errors += 1
+            else:
+                successes.append(size)
+                distinct.add(_call_key(call.name, call.input))
+        per_session.append(SessionMeasures(session.session_id, len(prompts), len(calls), len(distinct),
+                                           _slope(prompts), total, len(calls) if from_text else 0))
+    call_counts = tuple(sorted((tool, role, n) for (tool, role), n in counts.items()))
+    return WorkloadMeasures(tuple(per_session), tuple(payloads), call_counts, results, errors, result_tokens,
+                            message_tokens, tuple(successes))
 
 
 # The lognormal and its goodness of fit -------------------------------------------------------------------
@@ -259,11 +556,11 @@ def kolmogorov_p_value(statistic: float, n: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class LognormalFit:
-    """A lognormal fitted by maximum likelihood to ``n`` positive sizes (mean and standard deviation of
+    """A lognormal fitted by maximum likelihood to ``n`` positive values (mean and standard deviation of
     their logarithms: median = exp(mean), sigma = std), with the Kolmogorov-Smirnov statistic of the
-    sizes against it and its p-value.
+    values against it and its p-value.
 
-    The p-value treats the fitted params as known; since they were estimated from the same sizes, it
+    The p-value treats the fitted params as known; since they were estimated from the same values, it
     is larger than the exact one (Lilliefors' correction would lower it): a small p is a clear
     rejection, a large one is weaker evidence of a good fit than it looks."""
 
@@ -289,16 +586,17 @@ class LognormalFit:
         return np.exp(math.log(self.median) + self.sigma * z)
 
 
-#: The size an empty tool output counts as in the lognormal (which has no zero): one byte.
-MIN_PAYLOAD_BYTES = 1
-
-
 def fit_lognormal(sizes: Sequence[int] | np.ndarray) -> LognormalFit:
-    """The maximum-likelihood lognormal of ``sizes`` and its Kolmogorov-Smirnov test. An empty output
-    (size 0) is an output too: it counts as `MIN_PAYLOAD_BYTES`."""
-    values = np.sort(np.maximum(np.asarray(sizes, dtype=float), MIN_PAYLOAD_BYTES))
-    if not len(values) or not np.isfinite(values).all():
-        raise ValueError("a lognormal needs at least one size, all finite")
+    """The maximum-likelihood lognormal of the positive values of ``sizes`` and its Kolmogorov-Smirnov test.
+    A lognormal has no zero, so an empty output (size 0) is left to the share of empty outputs
+    (`WorkloadMeasures.empty_share`) rather than moved to a made-up size. ValueError without a positive,
+    finite value."""
+    values = np.asarray(sizes, dtype=float)
+    if not np.isfinite(values).all():
+        raise ValueError("a lognormal needs finite values")
+    values = np.sort(values[values > 0])
+    if not len(values):
+        raise ValueError("a lognormal needs at least one positive value")
     logs = np.log(values)
     mu, sigma = float(logs.mean()), float(logs.std())
     n = len(values)
@@ -310,7 +608,7 @@ def fit_lognormal(sizes: Sequence[int] | np.ndarray) -> LognormalFit:
     return LognormalFit(math.exp(mu), sigma, n, statistic, kolmogorov_p_value(statistic, n))
 
 
-# Families and their tools ---------------------------------------------------------------------------------
+# Families, their tools and roles ---------------------------------------------------------------------------
 
 
 def _shown_run(step: Step) -> Step:
@@ -319,45 +617,87 @@ def _shown_run(step: Step) -> Step:
     return fault.fallback if fault is not None and fault.fails is None and fault.fallback is not None else step
 
 
+def _step_role(step: Step) -> str:
+    """A script step's role, from its tool and its literal arguments (a fact's key stands for its value,
+    which no role rule reads)."""
+    arguments = {k: v.removeprefix(LITERAL_PREFIX) for k, v in step.args.items()}
+    return tool_role(step.tool, arguments)
+
+
 def _families() -> list[str]:
     return [name for name in scenarios.names() if name != "mix"]
 
 
 @functools.cache
+def _family_probes() -> dict[str, tuple[Counter[str], Counter[str]]]:
+    """Family -> (tool counts, role counts) of `PROBE_SCRIPTS` generated scripts' shown steps."""
+    probes: dict[str, tuple[Counter[str], Counter[str]]] = {}
+    for family in _families():
+        tools: Counter[str] = Counter()
+        roles: Counter[str] = Counter()
+        for i in range(PROBE_SCRIPTS):
+            script = scenarios.generate(family, session_seed(0, f"probe-{family}", i), **PROBE_PARAMS)
+            for step in script.steps:
+                shown = _shown_run(step)
+                tools[shown.tool] += 1
+                roles[_step_role(shown)] += 1
+        probes[family] = (tools, roles)
+    return probes
+
+
 def family_tool_shares() -> dict[str, dict[str, float]]:
     """Family -> tool -> share of its ideal sessions' calls, read off `PROBE_SCRIPTS` generated scripts
     of each registered family (every step's tool, or its fallback's when its fault never clears).
     Generated rather than read from the sources so that a third-party family counts too."""
-    shares: dict[str, dict[str, float]] = {}
-    for family in _families():
-        counts: Counter[str] = Counter()
-        for i in range(PROBE_SCRIPTS):
-            script = scenarios.generate(family, session_seed(0, f"probe-{family}", i), **PROBE_PARAMS)
-            counts.update(_shown_run(step).tool for step in script.steps)
-        total = sum(counts.values())
-        shares[family] = {tool: n / total for tool, n in sorted(counts.items())}
-    return shares
+    out: dict[str, dict[str, float]] = {}
+    for family, (tools, _) in _family_probes().items():
+        total = sum(tools.values())
+        out[family] = {tool: n / total for tool, n in sorted(tools.items())}
+    return out
 
 
-def mix_weights(tool_counts: Mapping[str, int]) -> tuple[dict[str, float], float]:
-    """Family weights that best explain ``tool_counts`` (tool -> calls), and the share of the calls
-    whose tool some family uses (0: nothing matched; the weights are then empty).
+def family_role_shares() -> dict[str, dict[str, float]]:
+    """Family -> role (`ROLES`) -> share of its ideal sessions' calls, from the same scripts as
+    `family_tool_shares`."""
+    out: dict[str, dict[str, float]] = {}
+    for family, (_, roles) in _family_probes().items():
+        total = sum(roles.values())
+        out[family] = {role: roles.get(role, 0) / total for role in ROLES}
+    return out
 
-    Each family is a distribution over tools (`family_tool_shares`); the weights are the maximum-
-    likelihood mixture of those distributions for the observed calls, found by EM: every call is
-    shared among the families that use its tool in proportion to how likely each is to make it, and
-    a family's weight is its share of the calls. A tool several families use thus goes mostly to the
-    family whose other tools the transcripts also call. Calls of tools no family uses are left out."""
+
+def mix_weights(tool_counts: Mapping[str, int],
+                role_counts: Mapping[str, int] | None = None) -> tuple[dict[str, float], float]:
+    """Family weights that best explain ``tool_counts`` (tool -> calls) and ``role_counts`` (role -> calls
+    of the tools no family uses), and the share of the calls whose tool some family uses (0: no tool
+    matched; the weights are then from the roles alone, or empty without them).
+
+    Each family is a distribution over tools (`family_tool_shares`) and over roles (`family_role_shares`);
+    the weights are the maximum-likelihood mixture of those distributions for the observed calls, found by
+    EM: every call is shared among the families that could make it in proportion to how likely each is to
+    make it, and a family's weight is its share of the calls. A call of a tool some family uses is evidence
+    by its name; a call of a tool none uses only by its role (SWE-agent's ``open`` is no family's tool, but
+    a read). A tool several families use thus goes mostly to the family whose other calls the transcripts
+    also make."""
     shares = family_tool_shares()
+    role_shares = family_role_shares()
     families = list(shares)
     matched = {tool: n for tool, n in tool_counts.items() if any(tool in shares[f] for f in families) and n > 0}
+    roles = {role: n for role, n in (role_counts or {}).items() if n > 0 and role in ROLES}
     total = sum(tool_counts.values())
-    if not matched or total == 0:
+    if (not matched and not roles) or total == 0:
         return {}, 0.0
     tools = sorted(matched)
-    counts = np.array([matched[t] for t in tools], dtype=float)
-    # p[f, t]: the chance that family f's next call is tool t.
-    p = np.array([[shares[f].get(t, 0.0) for t in tools] for f in families])
+    role_names = sorted(roles)
+    counts = np.array([matched[t] for t in tools] + [roles[r] for r in role_names], dtype=float)
+    # p[f, j]: the chance that family f's next call is tool (or role) j.
+    p = np.array([[shares[f].get(t, 0.0) for t in tools] + [role_shares[f][r] for r in role_names]
+                  for f in families])
+    # A call no family could make (a role no family has) is no evidence: left out.
+    possible = p.sum(axis=0) > 0
+    p, counts = p[:, possible], counts[possible]
+    if not counts.sum():
+        return {}, 0.0
     weights = np.full(len(families), 1.0 / len(families))
     for _ in range(EM_ITERATIONS):
         joint = weights[:, None] * p
@@ -366,42 +706,69 @@ def mix_weights(tool_counts: Mapping[str, int]) -> tuple[dict[str, float], float
     weights[weights < MIN_FAMILY_WEIGHT] = 0.0
     weights /= weights.sum()
     chosen = {f: round(float(w), 4) for f, w in zip(families, weights, strict=True) if w > 0}
-    return chosen, float(counts.sum() / total)
+    return chosen, float(sum(matched.values()) / total)
 
 
 # Fitting -------------------------------------------------------------------------------------------------
 
 
-def _bounds(name: str) -> tuple[float, float]:
-    """The ``ge`` / ``le`` bounds of a `ScenarioParams` field (what a config may hold)."""
+def _params_class(family: str) -> type[ScenarioParams]:
+    return scenarios.get(family).Params
+
+
+def _bounds(name: str, params: type[ScenarioParams] = ScenarioParams) -> tuple[float, float]:
+    """The ``ge`` / ``le`` bounds of a params field (what a config may hold)."""
     low, high = -math.inf, math.inf
-    for item in ScenarioParams.model_fields[name].metadata:
+    for item in params.model_fields[name].metadata:
         low = float(getattr(item, "ge", low))
         high = float(getattr(item, "le", high))
     return low, high
 
 
-def _clip(name: str, value: float) -> float:
-    low, high = _bounds(name)
+def _clip(name: str, value: float, params: type[ScenarioParams] = ScenarioParams) -> float:
+    low, high = _bounds(name, params)
     return min(high, max(low, value))
+
+
+def _log_sigma(values: Iterable[float]) -> float:
+    """Standard deviation of the logarithms of the positive ``values`` (nan without any)."""
+    logs = np.log(np.asarray([v for v in values if v > 0], dtype=float))
+    return float(logs.std()) if len(logs) else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptShape:
+    """What generated scripts show, measured as the calibration measures them (`fit`): their ideal
+    sessions' lengths (steps), the sizes of the outputs the agent sees, and the role mix of their calls."""
+
+    scripts: int
+    length_median: float
+    length_sigma: float
+    #: Median bytes of the outputs, and the standard deviation of their log bytes.
+    payload_median: float
+    payload_sigma: float
+    role_mix: dict[str, float]
 
 
 @dataclass(frozen=True, slots=True)
 class WorkloadFit:
-    """The fitted workload: what was measured, the lognormal of the measured payload sizes, and the
-    generator params chosen to reproduce them (clipped to `ScenarioParams`' bounds)."""
+    """The fitted workload: what was measured, the lognormals of the measured session lengths and payload
+    sizes, and the generator params chosen to reproduce them (within the family's params' bounds)."""
 
     measures: WorkloadMeasures
-    #: The lognormal of the measured payload sizes (what the transcripts show).
+    #: The lognormal of the non-empty measured payload sizes (what the transcripts show).
     payload: LognormalFit
-    #: Median of the sessions' distinct successful calls, and the quartiles.
+    #: The lognormal of the measured session lengths (tool calls of the sessions that made any).
+    lengths: LognormalFit
+    #: Median of the sessions' tool calls, and the quartiles.
     turns_measured: tuple[float, float, float]
-    #: Generator params.
-    turns: int
+    #: Generator params: one length (``turns``) for a family without the length mix, else its median and
+    #: sigma (``turns_median``, ``turns_sigma``; ``turns`` None).
+    turns: int | None
     payload_median_bytes: int
     payload_sigma: float
     payload_max_bytes: int
-    #: Family -> weight (sums to 1): the mixture that best explains the tool mix, or the default mix.
+    #: Family -> weight (sums to 1): the mixture that best explains the tools and roles, or the default mix.
     weights: dict[str, float]
     #: Share of tool calls whose tool some family uses.
     matched_share: float
@@ -409,15 +776,29 @@ class WorkloadFit:
     fallback: bool
     #: Tools of the transcripts that no family uses.
     unmatched_tools: tuple[str, ...]
-    #: The generated payloads' lognormal after calibration (what the params give), if calibrated.
-    calibrated: LognormalFit | None = None
+    turns_median: int | None = None
+    turns_sigma: float | None = None
+    #: The exploration steps' role weights (read, search, edit, run) of a family that takes them.
+    role_weights: dict[str, float] | None = None
+    #: What the final params' scripts show, if calibrated.
+    calibrated: ScriptShape | None = None
     #: What a reader should know: fallbacks, clipped values, spreads one param cannot hold.
     notes: tuple[str, ...] = field(default=())
 
-
-def _shared_params(turns: int, median: int, sigma: float, max_bytes: int) -> dict[str, Any]:
-    return {"turns": turns, "payload_median_bytes": median, "payload_sigma": round(sigma, 4),
-            "payload_max_bytes": max_bytes}
+    def generator_params(self) -> dict[str, Any]:
+        """The scenario params written to the config, in the order they are written."""
+        out: dict[str, Any] = {}
+        if self.turns is not None:
+            out["turns"] = self.turns
+        if self.turns_median is not None:
+            out["turns_median"] = self.turns_median
+        if self.turns_sigma is not None:
+            out["turns_sigma"] = self.turns_sigma
+        out |= {"payload_median_bytes": self.payload_median_bytes, "payload_sigma": self.payload_sigma,
+                "payload_max_bytes": self.payload_max_bytes}
+        if self.role_weights is not None:
+            out[ROLE_PARAM] = dict(self.role_weights)
+        return out
 
 
 def _scenario_entries(weights: Mapping[str, float], params: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -427,81 +808,217 @@ def _scenario_entries(weights: Mapping[str, float], params: Mapping[str, Any]) -
     return [{"name": "mix", **params, "weights": dict(weights)}]
 
 
-def _script_payload_logs(entries: list[dict[str, Any]], n: int, seed: int) -> np.ndarray:
-    """Log bytes of the payloads an ideal agent sees in ``n`` scripts of the scenario entries."""
+def _script_shape(entries: list[dict[str, Any]], n: int, seed: int) -> ScriptShape:
+    """`ScriptShape` of ``n`` scripts of the scenario entry. Their seeds are not the ones a run of the
+    config gives its sessions (`CALIBRATION_STREAM`), so the side-by-side of a run, or of fit's own generated
+    sessions, measures sessions the calibration never saw."""
     (entry,) = entries
     name, params = entry["name"], {k: v for k, v in entry.items() if k != "name"}
-    sizes = [len(_shown_run(step).payload.encode("utf-8"))
-             for i in range(n) for step in scenarios.generate(name, session_seed(seed, name, i), **params).steps]
-    return np.log(np.asarray(sizes, dtype=float))
+    lengths: list[int] = []
+    sizes: list[int] = []
+    roles: Counter[str] = Counter()
+    for i in range(n):
+        script = scenarios.generate(name, session_seed(seed, f"{CALIBRATION_STREAM}{name}", i), **params)
+        lengths.append(len(script.steps))
+        for step in script.steps:
+            shown = _shown_run(step)
+            sizes.append(len(shown.payload.encode("utf-8")))
+            roles[_step_role(shown)] += 1
+    total = sum(roles.values())
+    return ScriptShape(n, float(np.median(lengths)), _log_sigma(lengths), float(np.median(sizes)),
+                       _log_sigma(sizes), {role: roles.get(role, 0) / total for role in ROLES})
+
+
+def _names(tools: Sequence[str], limit: int = 12) -> str:
+    shown = ", ".join(toml_string(t) for t in tools[:limit])
+    return shown + (f" and {len(tools) - limit} more" if len(tools) > limit else "")
+
+
+def _percent_mix(mix: Mapping[str, float]) -> str:
+    return ", ".join(f"{role} {share:.0%}" for role, share in mix.items())
+
+
+@dataclass
+class _Knobs:
+    """The generator params being calibrated, as floats (rounded and clipped as written by `_params`)."""
+
+    family: type[ScenarioParams]
+    length_mix: bool
+    turns: float
+    turns_sigma: float
+    payload_mu: float
+    payload_sigma: float
+    max_bytes: int
+    roles: dict[str, float] | None
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.length_mix:
+            out["turns_median"] = int(_clip("turns_median", round(self.turns), self.family))
+            out["turns_sigma"] = round(_clip("turns_sigma", self.turns_sigma, self.family), 4)
+        else:
+            out["turns"] = int(_clip("turns", round(self.turns), self.family))
+        out["payload_median_bytes"] = int(_clip("payload_median_bytes", round(math.exp(self.payload_mu)), self.family))
+        out["payload_sigma"] = round(_clip("payload_sigma", self.payload_sigma, self.family), 4)
+        out["payload_max_bytes"] = self.max_bytes
+        if self.roles is not None:
+            out[ROLE_PARAM] = {role: round(w, 4) for role, w in sorted(self.roles.items())}
+        return out
+
+
+def _role_targets(mix: Mapping[str, float], roles: Iterable[str]) -> dict[str, float]:
+    """The measured shares of the roles a family's ``role_weights`` takes, as its first weights."""
+    weights = {role: mix.get(role, 0.0) for role in roles}
+    total = sum(weights.values())
+    return {role: w / total for role, w in weights.items()} if total else dict.fromkeys(weights, 1.0)
+
+
+def _literal_values(annotation: Any) -> set[str]:
+    """Every value of the ``Literal`` types inside a type annotation."""
+    if get_origin(annotation) is Literal:
+        return {str(v) for v in get_args(annotation)}
+    return {v for arg in get_args(annotation) for v in _literal_values(arg)}
+
+
+def _weighted_roles(family: type[ScenarioParams]) -> tuple[str, ...]:
+    """The roles ``family``'s ``role_weights`` takes (the keys of its ``dict[Literal[...], float]``), in
+    `ROLES` order; every role but ``other`` when its type does not say."""
+    named = _literal_values(family.model_fields[ROLE_PARAM].annotation)
+    return tuple(role for role in ROLES if role in named) or ROLES[:-1]
 
 
 def fit(measures: WorkloadMeasures, *, calibrate: bool = True, seed: int = 0,
         progress: Callable[[str], None] | None = None) -> WorkloadFit:
     """Fit generator params to ``measures``. FitError when there is nothing to fit.
 
-    - Payload sizes: the lognormal of the measured sizes (`fit_lognormal`). A family's outputs are
-      not all drawn from its lognormal (tables have whole rows, log dumps are many times the median,
-      fixed-size confirmations), so the generator's sizes are not exactly its params' lognormal. With
-      ``calibrate``, the params are corrected by simulation: generate `CALIBRATION_SCRIPTS` scripts
-      with the current params, then move the log-median by the gap between the measured and the
-      generated log-mean, and set sigma so that the spread the generator adds on top of its own sigma
-      is kept (sigma^2 = measured^2 - (generated^2 - sigma^2)); `CALIBRATION_ROUNDS` times.
-    - Turns: the median of the sessions' distinct successful calls (failed attempts and re-fetches
-      are the agent's, not the workload's).
-    - Families: `mix_weights` of the tool counts; when no tool matches, the default mix.
-    - ``payload_max_bytes``: the largest measured payload, so no generated one is larger.
+    - Session lengths: the lognormal of the sessions' tool calls (median and sigma). A family with the
+      length mix (``turns_median``, ``turns_sigma``) gets both, calibrated; any other one ``turns``, the
+      median (within its bounds), with a note when the lengths spread.
+    - Payload sizes: every tool output counts, an empty one as 0 bytes (in the measured median and spread);
+      the lognormal is fitted to the non-empty ones (`fit_lognormal`). A family's outputs are not all drawn
+      from its lognormal (file windows of 100 lines, whole table rows, fixed-size confirmations), so the
+      params are calibrated by simulation.
+    - Families: `mix_weights` of the tool counts and, for tools no family uses, of their roles; when nothing
+      matches, the default mix. A family that takes ``role_weights`` gets the measured role mix, calibrated.
+    - ``payload_max_bytes``: the largest measured output (at least the 99th percentile, so the spread is not
+      clipped), within the params' bounds.
+
+    Calibration (``calibrate``): `CALIBRATION_ROUNDS` times, generate scripts with the current params (enough
+    for `CALIBRATION_PAYLOADS` payloads, at least `CALIBRATION_SCRIPTS`; seeded apart from a run's sessions)
+    and move each param by the gap between the measured and the generated shape: the payload log-median by
+    the gap of the medians, sigma so that the spread the generator adds on top of its own sigma is kept
+    (sigma^2 = measured^2 - (generated^2 - sigma^2)), the length median and sigma by their ratios, and each
+    role weight by the ratio of the measured to the generated share of its role.
     """
     if not measures.payload_bytes:
-        raise FitError("the transcripts hold no successful tool result: there are no payload sizes to fit")
+        raise FitError("the transcripts hold no tool output: there are no payload sizes to fit")
+    # The scenario's payloads are the successful outputs (a failed call's error text is the runtime's fault,
+    # which the replay adds on top); when every output is an error, the errors are all there is.
+    sizes = measures.success_bytes or measures.payload_bytes
     notes: list[str] = []
-    payload = fit_lognormal(measures.payload_bytes)
-    distinct = np.array([s.distinct_calls for s in measures.sessions], dtype=float)
-    q25, q50, q75 = (float(v) for v in np.percentile(distinct, [25, 50, 75]))
-    turns = int(_clip("turns", round(q50)))
-    if turns != round(q50):
-        notes.append(f"turns: the measured median, {q50:g} distinct calls per session, is outside the "
-                     f"generators' range; {turns} is used")
-    if q75 > 1.5 * q25:
-        notes.append(f"turns: session lengths vary (quartiles {q25:g} to {q75:g} distinct calls); every "
-                     f"generated session has the median, {turns}")
-    max_bytes = int(_clip("payload_max_bytes", max(measures.payload_bytes)))
+    n_sessions = len(measures.sessions)
+    if measures.text_action_sessions:
+        notes.append(f"calls: the tool calls of {measures.text_action_sessions} of {n_sessions} sessions were read "
+                     "from the assistant's text (each message ending with a command block, as SWE-agent writes "
+                     "them) and their outputs from the next user message")
+    positive = [b for b in sizes if b > 0]
+    if positive:
+        payload = fit_lognormal(positive)
+    else:
+        low = _bounds("payload_median_bytes")[0]
+        payload = LognormalFit(low, 0.0, 0, math.nan, math.nan)
+        notes.append(f"payload: every tool output is empty; the generators make none, so the smallest outputs "
+                     f"they allow ({low:,.0f} B) are used")
+    empty = sum(1 for b in sizes if b == 0)
+    if empty and positive:
+        notes.append(f"payload: {empty} of {len(sizes)} tool outputs are empty; they count in the "
+                     "measured median and spread, and the lognormal is fitted to the others (the generators make "
+                     "no empty output)")
+    lengths_all = np.array(measures.session_lengths, dtype=float)
+    q25, q50, q75 = (float(v) for v in np.percentile(lengths_all, [25, 50, 75]))
+    lengths = fit_lognormal(lengths_all)  # the sessions without a call have no length to fit
 
-    weights, matched = mix_weights(dict(measures.tool_counts))
-    unmatched = tuple(sorted(t for t, _ in measures.tool_counts if not any(
-        t in tools for tools in family_tool_shares().values())))
+    tool_counts = dict(measures.tool_counts)
+    known = {tool for tools in family_tool_shares().values() for tool in tools}
+    unmatched = tuple(sorted(t for t in tool_counts if t not in known))
+    unmatched_roles: Counter[str] = Counter()
+    for tool, role, n in measures.call_counts:
+        if tool not in known:
+            unmatched_roles[role] += n
+    weights, matched = mix_weights(tool_counts, unmatched_roles)
     fallback = not weights
     if fallback:
         weights = dict.fromkeys(DEFAULT_FAMILIES, round(1.0 / len(DEFAULT_FAMILIES), 4))
-        notes.append("families: no tool of the transcripts is one a scenario family uses; the default mix's "
-                     "weights are used")
+        notes.append("families: no tool or role of the transcripts is one a scenario family has; the default "
+                     "mix's weights are used")
     elif unmatched:
-        notes.append(f"families: {1 - matched:.0%} of the tool calls use tools no family uses "
-                     f"({', '.join(toml_string(t) for t in unmatched)}); the weights come from the other calls")
+        notes.append(f"families: {1 - matched:.0%} of the tool calls use tools no family uses ({_names(unmatched)});"
+                     " they count by their role")
 
-    target_mu, target_sigma = math.log(payload.median), payload.sigma
-    mu, sigma = target_mu, target_sigma
-    calibrated: LognormalFit | None = None
+    single = next(iter(weights)) if len(weights) == 1 else None
+    family = _params_class(single) if single is not None else _params_class("mix")
+    length_mix = single is not None and all(p in family.model_fields for p in LENGTH_MIX_PARAMS)
+    role_knob = single is not None and ROLE_PARAM in family.model_fields
+    if not length_mix:
+        turns = int(_clip("turns", round(q50), family))
+        if turns != round(q50):
+            notes.append(f"turns: the measured median, {q50:g} tool calls per session, is outside the generators' "
+                         f"range; {turns} is used")
+        if q75 > 1.5 * q25:
+            notes.append(f"turns: session lengths vary (quartiles {q25:g} to {q75:g} tool calls); every generated "
+                         f"session has {turns} (the family has no length mix)")
+    max_measured = max(measures.payload_bytes)
+    max_bytes = int(_clip("payload_max_bytes", max_measured, family))
+    p99 = float(np.percentile(measures.payload_bytes, 99))
+    if max_bytes < p99:
+        notes.append(f"payload: the 99th percentile, {p99:,.0f} B, is above the generators' largest cap; "
+                     f"{max_bytes:,} B is used")
+
+    target_median = max(1.0, float(np.median(sizes)))
+    target_roles = measures.role_mix
+    knobs = _Knobs(family, length_mix, q50, lengths.sigma, math.log(payload.median), payload.sigma, max_bytes,
+                   _role_targets(target_roles, _weighted_roles(family)) if role_knob else None)
+    calibrated: ScriptShape | None = None
+    scripts = min(MAX_CALIBRATION_SCRIPTS,
+                  max(CALIBRATION_SCRIPTS, math.ceil(CALIBRATION_PAYLOADS / max(1.0, q50))))
     if calibrate:
         for round_index in range(CALIBRATION_ROUNDS):
             if progress is not None:
-                progress(f"calibrating payload sizes, round {round_index + 1} of {CALIBRATION_ROUNDS}")
-            median = int(_clip("payload_median_bytes", round(math.exp(mu))))
-            params = _shared_params(turns, median, _clip("payload_sigma", sigma), max_bytes)
-            logs = _script_payload_logs(_scenario_entries(weights, params), CALIBRATION_SCRIPTS, seed)
-            generated_mu, generated_sigma = float(logs.mean()), float(logs.std())
-            used_sigma = params["payload_sigma"]
-            mu = math.log(median) + target_mu - generated_mu
-            added = generated_sigma ** 2 - used_sigma ** 2
-            sigma = math.sqrt(max(0.0, target_sigma ** 2 - added))
-            calibrated = LognormalFit(math.exp(generated_mu), generated_sigma, len(logs), math.nan, math.nan)
-    median_bytes = int(_clip("payload_median_bytes", round(math.exp(mu))))
-    payload_sigma = round(_clip("payload_sigma", sigma), 4)
-    if median_bytes != round(math.exp(mu)) or payload_sigma != round(sigma, 4):
+                progress(f"calibrating the generator, round {round_index + 1} of {CALIBRATION_ROUNDS}")
+            params = knobs.params()
+            shape = _script_shape(_scenario_entries(weights, params), scripts, seed)
+            knobs.payload_mu = math.log(params["payload_median_bytes"]) + math.log(target_median) - math.log(
+                max(1.0, shape.payload_median))
+            added = shape.payload_sigma ** 2 - params["payload_sigma"] ** 2
+            knobs.payload_sigma = math.sqrt(max(0.0, payload.sigma ** 2 - added))
+            if length_mix:
+                knobs.turns = params["turns_median"] * q50 / max(1.0, shape.length_median)
+                if shape.length_sigma > 0:
+                    knobs.turns_sigma = params["turns_sigma"] * lengths.sigma / shape.length_sigma
+            if knobs.roles is not None:
+                moved = {role: w * (target_roles.get(role, 0.0) / max(shape.role_mix.get(role, 0.0), 1e-3))
+                         for role, w in knobs.roles.items()}
+                total = sum(moved.values())
+                knobs.roles = {role: w / total for role, w in moved.items()} if total else knobs.roles
+        calibrated = _script_shape(_scenario_entries(weights, knobs.params()), scripts, seed)
+    params = knobs.params()
+    median_bytes, payload_sigma = params["payload_median_bytes"], params["payload_sigma"]
+    if median_bytes != round(math.exp(knobs.payload_mu)) or payload_sigma != round(knobs.payload_sigma, 4):
         notes.append("payload: the calibrated params fall outside the generators' bounds and were clipped "
-                     f"(median {math.exp(mu):,.0f} B, sigma {sigma:.3f})")
-    return WorkloadFit(measures, payload, (q50, q25, q75), turns, median_bytes, payload_sigma, max_bytes, weights,
-                       matched, fallback, unmatched, calibrated, tuple(notes))
+                     f"(median {math.exp(knobs.payload_mu):,.0f} B, sigma {knobs.payload_sigma:.3f})")
+    if calibrated is not None:
+        # A fixed length has its own note above; a length mix or the payloads may still miss what was measured.
+        gaps = [("payload", target_median, calibrated.payload_median)]
+        if length_mix:
+            gaps.insert(0, ("session length", q50, calibrated.length_median))
+        for what, measured, generated in gaps:
+            if measured > 0 and abs(generated / measured - 1) > AGREEMENT_TOLERANCE:
+                notes.append(f"{what}: the calibrated scripts' median is {generated:,.0f} against the measured "
+                             f"{measured:,.0f}: the generators' fixed structure (steps every session makes, outputs "
+                             "of a fixed size such as 100-line file windows) keeps it from getting closer")
+    return WorkloadFit(measures, payload, lengths, (q50, q25, q75), params.get("turns"), median_bytes, payload_sigma,
+                       max_bytes, weights, matched, fallback, unmatched, params.get("turns_median"),
+                       params.get("turns_sigma"), params.get(ROLE_PARAM), calibrated, tuple(notes))
 
 
 # The run config --------------------------------------------------------------------------------------------
@@ -510,10 +1027,8 @@ def fit(measures: WorkloadMeasures, *, calibrate: bool = True, seed: int = 0,
 def workload_config(fitted: WorkloadFit, *, sessions: int = DEFAULT_RUN_SESSIONS, seed: int = 0) -> dict[str, Any]:
     """A run config (the data of a TOML file) whose scenario makes sessions like the measured ones;
     strategies are left out, so a run compares every default strategy on them."""
-    params = _shared_params(fitted.turns, fitted.payload_median_bytes, fitted.payload_sigma,
-                            fitted.payload_max_bytes)
     return {"sessions": sessions, "seed": seed, "model": "frontier",
-            "scenarios": _scenario_entries(fitted.weights, params)}
+            "scenarios": _scenario_entries(fitted.weights, fitted.generator_params())}
 
 
 def _comments(fitted: WorkloadFit) -> dict[str, list[str]]:
@@ -521,20 +1036,28 @@ def _comments(fitted: WorkloadFit) -> dict[str, list[str]]:
     m = fitted.measures
     p = fitted.payload
     q50, q25, q75 = fitted.turns_measured
-    calibration = ("calibrated by generating scripts until their sizes match the measured ones"
-                   if fitted.calibrated is not None else "the measured lognormal, uncalibrated")
-    weights = (["no tool of the transcripts is used by a scenario family: the default mix's weights"]
+    sizes = m.success_bytes or m.payload_bytes
+    calibration = ("calibrated by generating scripts until theirs match the measured ones"
+                   if fitted.calibrated is not None else "uncalibrated")
+    weights = (["no tool or role of the transcripts is one a scenario family has: the default mix's weights"]
                if fitted.fallback else
-               [f"the mixture of families whose tools best explain the {sum(n for _, n in m.tool_counts):,} "
-                f"tool calls ({fitted.matched_share:.0%} of them use a tool some family uses)"])
+               [f"the mixture of families whose tools and roles best explain the "
+                f"{sum(n for _, n in m.tool_counts):,} tool calls ({fitted.matched_share:.0%} of them use a tool "
+                "some family uses)"])
+    lengths = (f"measured session lengths: median {q50:g} tool calls (quartiles {q25:g} to {q75:g}, "
+               f"{len(m.sessions)} sessions)")
     return {
-        "turns": [f"median distinct successful tool calls per session: {q50:g} (quartiles {q25:g} to {q75:g}, "
-                  f"{len(m.sessions)} sessions)"],
-        "payload_median_bytes": [f"measured payloads: lognormal median {p.median:,.0f} B over {p.n:,} successful "
-                                 f"tool results; {calibration}"],
+        "turns": [lengths],
+        "turns_median": [f"{lengths}; {calibration}"],
+        "turns_sigma": [f"measured session lengths: lognormal sigma {fitted.lengths.sigma:.3f}; {calibration}"],
+        "payload_median_bytes": [f"measured payloads: median {float(np.median(sizes)):,.0f} B over {len(sizes):,} "
+                                 f"successful tool outputs (lognormal of the non-empty ones: median "
+                                 f"{p.median:,.0f} B); {calibration}"],
         "payload_sigma": [f"measured payloads: lognormal sigma {p.sigma:.3f} (Kolmogorov-Smirnov D = "
                           f"{p.ks_statistic:.3f}, p = {p.ks_p_value:.3g}); {calibration}"],
-        "payload_max_bytes": ["the largest measured payload"],
+        "payload_max_bytes": ["the largest measured payload (no lower than their 99th percentile)"],
+        ROLE_PARAM: [f"measured tool-role mix: {_percent_mix(m.role_mix)}; the exploration steps' weights by role, "
+                     f"{calibration}"],
         "weights": weights,
     }
 
@@ -570,6 +1093,14 @@ def _source_name(source: str) -> str:
     return source if plain else toml_string(source)
 
 
+def _toml_line(key: str, value: Any) -> str:
+    """``key = value`` on one line: a table as an inline table (its keys are role names)."""
+    if isinstance(value, dict):
+        inner = ", ".join(tomli_w.dumps({k: v}).strip() for k, v in value.items())
+        return f"{key} = {{ {inner} }}"
+    return tomli_w.dumps({key: value}).strip()
+
+
 def workload_toml(fitted: WorkloadFit, *, sessions: int = DEFAULT_RUN_SESSIONS, seed: int = 0,
                   sources: Sequence[str] = ()) -> str:
     """`workload_config` as TOML text, with a comment line above each fitted value saying where it came
@@ -591,7 +1122,7 @@ def workload_toml(fitted: WorkloadFit, *, sessions: int = DEFAULT_RUN_SESSIONS, 
         if key == "weights":
             continue
         lines += [toml_comment(line) for line in comments.get(key, [])]
-        lines.append(tomli_w.dumps({key: value}).strip())
+        lines.append(_toml_line(key, value))
     if "weights" in entry:
         lines += ["", *[toml_comment(line) for line in comments["weights"]], "[scenarios.weights]"]
         lines += [tomli_w.dumps({name: weight}).strip() for name, weight in entry["weights"].items()]
@@ -671,6 +1202,20 @@ def generated_sessions(config: RunConfig | Mapping[str, Any], *, sessions: int, 
     return out
 
 
+#: Tool outputs the side-by-side's generated sessions should hold (`comparison_sessions`): with fewer, the
+#: generated median moves by a tenth or more between seeds (sessions are few, and each one's steps alike).
+COMPARISON_PAYLOADS = 2000
+#: The fewest and the most generated sessions for the side-by-side.
+MIN_COMPARISON_SESSIONS, MAX_COMPARISON_SESSIONS = 40, 200
+
+
+def comparison_sessions(fitted: WorkloadFit) -> int:
+    """How many sessions to generate for the side-by-side: enough for `COMPARISON_PAYLOADS` tool outputs at
+    the measured median length, within [`MIN_COMPARISON_SESSIONS`, `MAX_COMPARISON_SESSIONS`]."""
+    per_session = max(1.0, fitted.turns_measured[0])
+    return min(MAX_COMPARISON_SESSIONS, max(MIN_COMPARISON_SESSIONS, math.ceil(COMPARISON_PAYLOADS / per_session)))
+
+
 def generated_measures(config: RunConfig | Mapping[str, Any], *, sessions: int = 40, seed: int | None = None,
                        progress: Callable[[int, int], None] | None = None) -> WorkloadMeasures:
     """`measure` of `generated_sessions`: what the config makes, for the side-by-side with the transcripts."""
@@ -707,22 +1252,156 @@ def write_synthetic_traces(out_dir: Path, n: int, fmt: str = "openai-chat", *, s
     return written
 
 
+
+
+# Measured against generated ---------------------------------------------------------------------------------
+
+#: A generated measure agrees with the measured one when it is within this share of it.
+AGREEMENT_TOLERANCE = 0.20
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """One row of the side-by-side: a measure of the transcripts and of the generated sessions.
+
+    ``unit`` says how the values are written: ``calls``, ``bytes``, ``tokens``, ``share`` (a fraction),
+    ``sigma`` (a standard deviation of logs) or ``distance`` (a distance between two distributions, whose
+    measured side is 0 and which agrees when it is at most the tolerance itself)."""
+
+    measure: str
+    measured: float
+    generated: float
+    unit: str
+    tolerance: float = AGREEMENT_TOLERANCE
+
+    @property
+    def gap(self) -> float:
+        """Relative gap, generated / measured - 1 (for a distance: the distance); nan when a side is
+        missing, infinite when only the measured side is 0."""
+        if not (math.isfinite(self.measured) and math.isfinite(self.generated)):
+            return math.nan
+        if self.unit == "distance":
+            return self.generated - self.measured
+        if self.measured == 0:
+            return 0.0 if self.generated == 0 else math.inf
+        return self.generated / self.measured - 1
+
+    @property
+    def within(self) -> bool | None:
+        """Whether the generated value is within the tolerance of the measured one; None when a side is
+        missing."""
+        gap = self.gap
+        return None if math.isnan(gap) else abs(gap) <= self.tolerance
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for the report."""
+        return {"measure": self.measure, "measured": self.measured, "generated": self.generated, "unit": self.unit,
+                "gap": self.gap, "within": self.within, "tolerance": self.tolerance}
+
+
+def _median(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.median(finite)) if finite else math.nan
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+def agreement(measured: WorkloadMeasures, generated: WorkloadMeasures, *,
+              tolerance: float = AGREEMENT_TOLERANCE) -> list[Agreement]:
+    """The measured sessions against the generated ones, one `Agreement` per measure: session length
+    (median tool calls per session, and the spread as sigma of log calls), payload median and spread (sigma
+    of log bytes of the non-empty outputs) and 99th percentile, observation share, context growth per call
+    (median of the sessions' slopes), tokens per session (median), the share of each tool role, and the
+    role mix's total variation distance (half the sum of the shares' gaps)."""
+    def row(measure: str, unit: str, of: Callable[[WorkloadMeasures], float]) -> Agreement:
+        return Agreement(measure, of(measured), of(generated), unit, tolerance)
+
+    rows = [
+        row("median session length, tool calls", "calls", lambda m: _median(m.session_lengths)),
+        row("session length spread, sigma of log calls", "sigma", lambda m: _log_sigma(m.session_lengths)),
+        row("payload median, bytes", "bytes", lambda m: _median(m.payload_bytes)),
+        row("payload spread, sigma of log bytes", "sigma", lambda m: _log_sigma(m.payload_bytes)),
+        row("payload 99th percentile, bytes", "bytes", lambda m: _percentile(m.payload_bytes, 99)),
+        row("observation share of input tokens", "share", lambda m: m.observation_share),
+        row("context growth per call, tokens (median)", "tokens", lambda m: m.growth()[0]),
+        row("tokens per session, median", "tokens", lambda m: _median([s.total_tokens for s in m.sessions])),
+    ]
+    mixes = measured.role_mix, generated.role_mix
+    rows += [Agreement(f"{role} share of tool calls", mixes[0].get(role, math.nan), mixes[1].get(role, math.nan),
+                       "share", tolerance) for role in ROLES]
+    distance = (0.5 * sum(abs(mixes[0][r] - mixes[1][r]) for r in ROLES)) if all(mixes) else math.nan
+    rows.append(Agreement("tool-role mix, total variation distance", 0.0, distance, "distance", tolerance))
+    return rows
+
+
+def _value(value: float, unit: str) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    if unit in ("share", "distance"):
+        return f"{value * 100:.1f}%" if unit == "share" else f"{value:.3f}"
+    if unit == "sigma":
+        return f"{value:.3f}"
+    return f"{value:,.1f}" if unit == "calls" else f"{value:,.0f}"
+
+
+def agreement_cells(row: Agreement) -> list[str]:
+    """A row's cells as text: measure, measured, generated, gap, and "yes" / "no" / "n/a"."""
+    gap = row.gap
+    if math.isnan(gap):
+        gap_text = "n/a"
+    elif row.unit == "distance":
+        gap_text = f"{gap:.3f}"
+    else:
+        gap_text = "inf" if math.isinf(gap) else f"{gap * 100:+.0f}%"
+    within = {True: "yes", False: "no", None: "n/a"}[row.within]
+    return [row.measure, _value(row.measured, row.unit), _value(row.generated, row.unit), gap_text, within]
+
+
+def agreement_header(tolerance: float = AGREEMENT_TOLERANCE) -> list[str]:
+    """The side-by-side's header row."""
+    return ["measure", "measured (transcripts)", "generated (fitted config)", "gap", f"within {tolerance:.0%}"]
+
+
+def agreement_markdown(rows: Sequence[Agreement]) -> str:
+    """The side-by-side as a Markdown table."""
+    header = agreement_header(rows[0].tolerance if rows else AGREEMENT_TOLERANCE)
+    lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|---:|:---:|"]
+    lines += ["| " + " | ".join(agreement_cells(row)) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 # The report's inputs ---------------------------------------------------------------------------------------
+
+
+def _flat_params(params: Mapping[str, Any]) -> dict[str, int | float]:
+    """Generator params as numbers only (a table's entries as ``key.entry``), for the report's table."""
+    out: dict[str, int | float] = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            out |= {f"{key}.{k}": v for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
 
 
 def report_inputs(fitted: WorkloadFit, generated: WorkloadMeasures, *, sources: Sequence[str] = ()) -> dict[str, Any]:
     """Plain data for `reports.fit.write_fit_report`: the measured and the generated measures, the
-    lognormal fit, the generator params, the family weights and the notes."""
-    p = fitted.payload
+    lognormal fits, the generator params, the family weights, the notes, and the side-by-side
+    (``agreement``, `Agreement.as_dict` each)."""
+    p, lengths = fitted.payload, fitted.lengths
     return {
         "sources": list(sources),
         "measured": fitted.measures.as_dict(),
         "generated": generated.as_dict(),
         "fit": {"median": p.median, "sigma": p.sigma, "n": p.n, "ks_statistic": p.ks_statistic,
                 "ks_p_value": p.ks_p_value},
-        "params": _shared_params(fitted.turns, fitted.payload_median_bytes, fitted.payload_sigma,
-                                 fitted.payload_max_bytes),
+        "length_fit": {"median": lengths.median, "sigma": lengths.sigma, "n": lengths.n,
+                       "ks_statistic": lengths.ks_statistic, "ks_p_value": lengths.ks_p_value},
+        "params": _flat_params(fitted.generator_params()),
         "weights": dict(fitted.weights),
         "fallback": fitted.fallback,
         "notes": list(fitted.notes),
+        "agreement": [row.as_dict() for row in agreement(fitted.measures, generated)],
     }

@@ -177,3 +177,82 @@ def test_code_repair_is_registered_but_not_in_the_default_mix() -> None:
     assert "code_repair" in scenarios.names()
     assert DEFAULT_FAMILIES == ("alert_chain", "db_slow_query", "deploy_regression", "k8s_crashloop", "log_triage")
     assert "code_repair" not in MixParams().weights
+
+
+# The fitted-workload params (harness.run.fitting): a length mix and role weights --------------------------------
+
+#: Role weights that ask for the reproduction script (edits) and runs more than anything else.
+SWE_AGENT_ROLES = {"read": 0.2, "search": 0.1, "edit": 0.4, "run": 0.3}
+
+
+def test_the_fitted_params_are_recorded_only_when_set() -> None:
+    assert set(CodeRepairParams().model_dump()) == {"turns", "payload_median_bytes", "payload_sigma",
+                                                    "payload_max_bytes", "hyphenated_tools", "graded_on"}
+    script = scenarios.generate("code_repair", 4, turns_median=12, role_weights={"read": 1.0})
+    assert script.params["turns_median"] == 12 and script.params["role_weights"] == {"read": 1.0}
+    assert "turns_sigma" not in script.params
+
+
+def test_the_length_mix_draws_short_sessions_down_to_the_shortest_chain() -> None:
+    lengths = []
+    for seed in range(60):
+        script = scenarios.generate("code_repair", seed, turns_median=10, turns_sigma=0.5)
+        assert check_script(script) == []
+        assert any(step.tool == "edit_file" for step in script.steps) and script.steps[-1].tool == "submit"
+        lengths.append(len(script.steps))
+    # The chain that still finds every fact and fixes the bug: 8 steps, 9 with the second bug.
+    assert min(lengths) >= 8 and 9 <= statistics.median(lengths) <= 13 and max(lengths) > 13
+    # Graded on its report, a short session still runs the suite whose result the report states.
+    script = scenarios.generate("code_repair", 1, turns_median=3, turns_sigma=0.0, graded_on="report")
+    assert check_script(script) == [] and "suite_result" in {k for step in script.steps for k in step.produces}
+
+
+@pytest.mark.parametrize("graded_on", ["patch", "report"])
+def test_role_weights_add_the_reproduction_script_and_keep_the_patch_the_root_files(graded_on: str) -> None:
+    made = removed = 0
+    for seed in range(40):
+        script = scenarios.generate("code_repair", seed, turns_median=16, turns_sigma=0.4, graded_on=graded_on,
+                                    role_weights=SWE_AGENT_ROLES, payload_median_bytes=200, payload_max_bytes=900)
+        assert check_script(script) == []
+        repro = [step for step in script.steps if "reproduce" in step.args.get("path", "")
+                 or "reproduce" in step.args.get("command", "")]
+        made += sum(step.tool == "edit_file" for step in repro)
+        edits = [step for step in script.steps if step.tool == "edit_file" and step.args["path"] == "root_file"]
+        if graded_on == "patch":
+            assert script.patch == [step.id for step in edits]
+            # Script first: the reproduction script, not the test suite, shows the failure.
+            assert script.steps[0].tool == "edit_file" and "reproduce" in script.steps[0].args["path"]
+        for step in repro:
+            if step.args.get("command", "").startswith("lit:rm "):
+                removed += 1
+                first_edit = script.steps.index(edits[0])
+                assert script.steps.index(step) > first_edit  # removed only once the fix is in
+    assert made >= 40 and removed > 0
+
+
+def test_role_weights_weigh_the_exploration_by_role() -> None:
+    from harness.run.fitting import tool_role
+    from scenarios.base import LITERAL_PREFIX
+
+    def roles(weights: dict[str, float]) -> dict[str, int]:
+        counts = dict.fromkeys(("read", "search", "edit", "run", "other"), 0)
+        for seed in range(20):
+            for step in scenarios.generate("code_repair", seed, turns=40, role_weights=weights).steps:
+                counts[tool_role(step.tool, {k: v.removeprefix(LITERAL_PREFIX) for k, v in step.args.items()})] += 1
+        return counts
+
+    reading, running = roles({"read": 1.0}), roles({"run": 1.0})
+    assert reading["read"] > 3 * running["read"] and running["run"] > 3 * reading["run"]
+
+
+def test_role_weights_are_checked() -> None:
+    from pydantic import ValidationError
+
+    for bad in ({"read": 0.0}, {"read": -1.0}, {"write": 1.0}):
+        with pytest.raises(ValidationError):
+            CodeRepairParams.model_validate({"role_weights": bad})
+
+
+def test_a_cap_below_the_pytest_frame_generates() -> None:
+    for seed in range(5):
+        assert check_script(scenarios.generate("code_repair", seed, turns=20, payload_max_bytes=300)) == []

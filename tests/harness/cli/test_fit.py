@@ -1,11 +1,14 @@
 """``ctxbench fit`` (harness/cli/fit.py): synthetic trace files in, a workload config that loads and runs and
-a report out; an existing --out, or a trace that cannot be read, is one error line with exit 2 and nothing
+a report out, whose first table puts measured and generated side by side; an empty tool output is an output,
+not a crash; an existing --out, or a trace that cannot be read, is one error line with exit 2 and nothing
 written."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,11 +43,16 @@ def test_fit_writes_a_config_that_loads_and_runs_and_a_report(traces: Path, tmp_
     assert result.stdout.splitlines()[0] == str(out)
     config = load_config(out)
     assert config.scenarios[0].name == "k8s_crashloop"
-    # Chat Completions has no error status, so a failed call whose fallback is another call reads as one
-    # more successful call: the length is the generators' 24 give or take those.
+    # The length is the median of the sessions' tool calls: the generators' 24 give or take failed attempts.
     assert 24 <= config.scenarios[0].params["turns"] <= 26
     report = tmp_path / "workload-fit"
     assert (report / "report.html").is_file() and (report / "report.md").is_file()
+    markdown = (report / "report.md").read_text()
+    # The side-by-side comes first, each measure with its verdict.
+    assert markdown.index("Does the generated workload resemble the transcripts?") < markdown.index(
+        "## Measured and generated")
+    assert "| median session length, tool calls | 24.0 |" in markdown and "within 20%" in markdown
+    assert 'id="agreement"' in (report / "report.html").read_text()
     assert (report / "plots" / "qq_payload_fit.png").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left
     code = main(["run", str(out), "--sessions", "2", "--strategies", "unbounded", "--executor", "serial",
@@ -114,3 +122,56 @@ def test_an_earlier_fit_report_is_replaced_with_force(traces: Path, tmp_path: Pa
     again = _fit([*args, "--force"], capsys)
     assert again.returncode == 0, again.stderr
     assert sorted(p.name for p in (tmp_path / "w-fit").iterdir()) == ["plots", "report.html", "report.md"]
+
+
+def _swe_agent_chat(tool_outputs: list[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+    """An invented SWE-agent-like function-calling session in Chat Completions form."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are an autonomous programmer."},
+                                      {"role": "user", "content": "Fix the rounding bug in the duration field."}]
+    for i, (name, arguments, output) in enumerate(tool_outputs):
+        messages.append({"role": "assistant", "content": f"Step {i}.", "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": output})
+    return {"messages": messages}
+
+
+def test_an_empty_tool_output_is_an_output_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "swe.json"
+    trace.write_text(json.dumps(_swe_agent_chat([
+        ("find_file", {"file_name": "fields.py"}, "Found 1 matches for fields.py in /repo:\n/repo/src/fields.py"),
+        ("open", {"path": "src/fields.py"}, "[File: /repo/src/fields.py (40 lines total)]\n1:import math"),
+        ("bash", {"command": "rm reproduce.py"}, ""),
+        ("edit", {"start_line": 12, "end_line": 12, "replacement_text": "    return round(x)"}, "File updated."),
+        ("submit", {}, "diff --git a/src/fields.py b/src/fields.py")])))
+    out = tmp_path / "w.toml"
+    result = _fit([str(trace), "--out", str(out), "--sessions", "2", "--quiet"], capsys)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    text = out.read_text()
+    assert "1 of 5 tool outputs are empty" in text
+    assert load_config(out).scenarios[0].name == "code_repair"
+
+
+def test_a_trace_of_text_actions_is_fitted_from_its_commands(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are an autonomous programmer."},
+                                      {"role": "user", "content": "Fix the failing test."}]
+    for command, output in [("ls -F", "setup.py\nsrc/\ntests/"), ("open src/app.py", "[File: src/app.py]\n1:x = 1"),
+                            ("python reproduce.py", "Traceback (most recent call last):"), ("submit", "")]:
+        messages += [{"role": "assistant", "content": f"Let us run it.\n```\n{command}\n```"},
+                     {"role": "user", "content": output}]
+    trace = tmp_path / "text.json"
+    trace.write_text(json.dumps({"messages": messages}))
+    out = tmp_path / "w.toml"
+    assert _fit([str(trace), "--out", str(out), "--sessions", "2", "--quiet"], capsys).returncode == 0
+    assert "read from the assistant's text" in out.read_text()
+    report = (tmp_path / "w-fit" / "report.md").read_text()
+    assert "| median session length, tool calls | 4.0 |" in report
+
+
+def test_the_help_says_the_generated_side_is_replayed_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--help"])
+    assert exit_info.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "in-process" in help_text and "within 20%" in help_text and "--sessions" in help_text
