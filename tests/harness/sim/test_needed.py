@@ -16,7 +16,8 @@ def _session() -> list[Message]:
     return [
         Message.user("Cancel the reservation of user omar_7 and report the refund."),
         Message.build("assistant", [ToolUse("c1", "get_user", {"user_id": "omar_7"})]),
-        Message.build("user", [ToolResult("c1", "success", '{"reservations": ["JG7FMM"], "fare": "F-8831", "log": "/var/log/r.txt"}')]),
+        Message.build("user", [ToolResult("c1", "success",
+                                          '{"reservations": ["JG7FMM"], "fare": "F-8831", "log": "/var/log/r.txt"}')]),
         Message.build("assistant", [Text("Cancelling it."), ToolUse("c2", "cancel", {"id": "JG7FMM",
                                                                                     "log": "/var/log/r.txt"})]),
         Message.build("user", [ToolResult("c2", "success", "refund 1245 USD issued")]),
