@@ -355,7 +355,7 @@ replay("task-only-among-good", ("task.json", _T), (*TASK_ONLY["anthropic"][1], *
 _ANSWER = write("answer.json", '{"messages": [{"role": "user", "content": "go"}, '
                                '{"role": "assistant", "content": "done"}]}')
 replay("answer-without-tools", ("answer.json",), (_ANSWER,), OK)
-fit("task-only", ("task.json",), TASK_ONLY["anthropic"][1], USAGE, ("task.json", "tool result"))
+fit("task-only", ("task.json",), TASK_ONLY["anthropic"][1], USAGE, ("task.json", "tool output"))
 fit("task-only-strands", ("session_t",), TASK_ONLY["strands"][1], USAGE, ("session_t",))
 fit("answer-without-tools", ("answer.json",), (_ANSWER,), USAGE, ("answer.json",))
 fit("task-only-among-good", ("task.json", _T), (*TASK_ONLY["anthropic"][1], *_GOOD_OPS), OK)
