@@ -402,7 +402,7 @@ class _Reader:
         if value is None:
             return None
         usage = self.reader.obj(value, where, "a usage object")
-        counts = {key: _count(self.reader, usage, key, where) for key in (
+        counts = {key: self.reader.opt_count(usage, key, where) for key in (
             "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")}
         fresh = counts["input_tokens"]
         prompt = None if fresh is None else (
@@ -518,15 +518,6 @@ def _tool_result_ids(record: dict[str, Any]) -> set[str]:
     if not blocks or any(b.get("type") != "tool_result" or not isinstance(b.get("tool_use_id"), str) for b in blocks):
         return set()
     return {b["tool_use_id"] for b in blocks}
-
-
-def _count(reader: JsonReader, usage: dict[str, Any], key: str, where: str) -> int | None:
-    value = usage.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or value < 0:
-        raise reader.error(child(where, key), f"expected a token count (a whole number, 0 or more), got {shown(value)}")
-    return value
 
 
 def _unix_time(value: Any) -> float | None:

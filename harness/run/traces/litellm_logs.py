@@ -215,15 +215,6 @@ def _tools(reader: JsonReader, data: dict[str, Any], prompt_based: bool) -> tupl
     return sent, declared if declared is not None else sent
 
 
-def _count(reader: JsonReader, d: dict[str, Any], key: str, where: str) -> int | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise reader.error(child(where, key), f"expected a whole number of tokens, got {type_name(value)}")
-    return value
-
-
 def _usage(reader: JsonReader, log: _Log) -> RecordedUsage:
     """What one log records of its call (``call`` is set when the calls are paired with messages)."""
     data = log.data
@@ -232,18 +223,18 @@ def _usage(reader: JsonReader, log: _Log) -> RecordedUsage:
     input_tokens = output_tokens = cached = None
     if usage is not None:
         usage = reader.obj(usage, usage_where)
-        input_tokens = _count(reader, usage, "prompt_tokens", usage_where)
-        output_tokens = _count(reader, usage, "completion_tokens", usage_where)
+        input_tokens = reader.opt_count(usage, "prompt_tokens", usage_where)
+        output_tokens = reader.opt_count(usage, "completion_tokens", usage_where)
         details = usage.get("prompt_tokens_details")
         if isinstance(details, dict):
-            cached = _count(reader, details, "cached_tokens", child(usage_where, "prompt_tokens_details"))
+            cached = reader.opt_count(details, "cached_tokens", child(usage_where, "prompt_tokens_details"))
         if cached is None:
-            cached = _count(reader, usage, "cache_read_input_tokens", usage_where)
+            cached = reader.opt_count(usage, "cache_read_input_tokens", usage_where)
     elif isinstance(data.get("usage_summary"), dict):  # OpenHands' own summary, when the response has no usage
         summary = data["usage_summary"]
-        input_tokens = _count(reader, summary, "prompt_tokens", "$.usage_summary")
-        output_tokens = _count(reader, summary, "completion_tokens", "$.usage_summary")
-        cached = _count(reader, summary, "cache_read_tokens", "$.usage_summary")
+        input_tokens = reader.opt_count(summary, "prompt_tokens", "$.usage_summary")
+        output_tokens = reader.opt_count(summary, "completion_tokens", "$.usage_summary")
+        cached = reader.opt_count(summary, "cache_read_tokens", "$.usage_summary")
     cost = None if data.get("cost") is None else _number(reader, data["cost"], "$.cost")
     latency = None if data.get("latency_sec") is None else _number(reader, data["latency_sec"], "$.latency_sec")
     return RecordedUsage(None, input_tokens, output_tokens, cached, 1, cost, latency, log.time)

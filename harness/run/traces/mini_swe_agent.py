@@ -35,7 +35,6 @@ tool): give it with ``--tools`` to count it.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -329,8 +328,8 @@ def _usage(reader: JsonReader, info: dict[str, Any], where: str, messages: tuple
     if stats is not None:
         stats_where = child(where, "model_stats")
         stats = reader.obj(stats, stats_where)
-        cost = _number(reader, stats, "instance_cost", stats_where)
-        calls = _count(reader, stats, "api_calls", stats_where)
+        cost = reader.opt_number(stats, "instance_cost", stats_where)
+        calls = reader.opt_count(stats, "api_calls", stats_where)
         if cost or calls:
             usage.append(RecordedUsage(call=None, input_tokens=None, calls=calls or 0, cost_usd=cost or None))
     return tuple(usage)
@@ -345,16 +344,16 @@ def _chat_usage(reader: JsonReader, message: dict[str, Any], where: str) -> Reco
         return None
     usage_where = child(child(child(where, "extra"), "response"), "usage")
     details = usage.get("prompt_tokens_details")
-    cached = _count(reader, details, "cached_tokens", child(usage_where, "prompt_tokens_details")) \
+    cached = reader.opt_count(details, "cached_tokens", child(usage_where, "prompt_tokens_details")) \
         if isinstance(details, dict) else None
     if cached is None:  # Anthropic's count, as LiteLLM passes it on
-        cached = _count(reader, usage, "cache_read_input_tokens", usage_where)
-    prompt = _count(reader, usage, "prompt_tokens", usage_where)
-    completion = _count(reader, usage, "completion_tokens", usage_where)
+        cached = reader.opt_count(usage, "cache_read_input_tokens", usage_where)
+    prompt = reader.opt_count(usage, "prompt_tokens", usage_where)
+    completion = reader.opt_count(usage, "completion_tokens", usage_where)
     if prompt is None and completion is None:
         return None
     return RecordedUsage(call=None, input_tokens=prompt, output_tokens=completion, cached_tokens=cached,
-                         cost_usd=_number(reader, extra, "cost", child(where, "extra")),
+                         cost_usd=reader.opt_number(extra, "cost", child(where, "extra")),
                          timestamp=_timestamp(reader, message, extra, where))
 
 
@@ -366,41 +365,23 @@ def _responses_usage(reader: JsonReader, message: dict[str, Any], where: str) ->
     usage_where = child(where, "usage")
     details = usage.get("input_tokens_details")
     extra = message.get("extra")
-    prompt = _count(reader, usage, "input_tokens", usage_where)
-    completion = _count(reader, usage, "output_tokens", usage_where)
+    prompt = reader.opt_count(usage, "input_tokens", usage_where)
+    completion = reader.opt_count(usage, "output_tokens", usage_where)
     if prompt is None and completion is None:
         return None
     return RecordedUsage(
         call=None, input_tokens=prompt, output_tokens=completion,
-        cached_tokens=_count(reader, details, "cached_tokens", child(usage_where, "input_tokens_details"))
+        cached_tokens=reader.opt_count(details, "cached_tokens", child(usage_where, "input_tokens_details"))
         if isinstance(details, dict) else None,
-        cost_usd=_number(reader, extra, "cost", child(where, "extra")) if isinstance(extra, dict) else None,
+        cost_usd=reader.opt_number(extra, "cost", child(where, "extra")) if isinstance(extra, dict) else None,
         timestamp=_timestamp(reader, message, extra if isinstance(extra, dict) else {}, where))
 
 
 def _timestamp(reader: JsonReader, message: dict[str, Any], extra: dict[str, Any], where: str) -> float | None:
     """When the response came: ``extra.timestamp`` (v2), else the message's ``timestamp`` (v1)."""
     if extra.get("timestamp") is not None:
-        return _number(reader, extra, "timestamp", child(where, "extra"))
-    return _number(reader, message, "timestamp", where)
-
-
-def _number(reader: JsonReader, values: dict[str, Any], key: str, where: str) -> float | None:
-    value = values.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise reader.error(child(where, key), f"expected a non-negative number, got {shown(value)}")
-    return float(value)
-
-
-def _count(reader: JsonReader, values: dict[str, Any], key: str, where: str) -> int | None:
-    value = _number(reader, values, key, where)
-    if value is None:
-        return None
-    if not value.is_integer():
-        raise reader.error(child(where, key), f"expected a whole number, got {value}")
-    return int(value)
+        return reader.opt_number(extra, "timestamp", child(where, "extra"))
+    return reader.opt_number(message, "timestamp", where)
 
 
 # Sniffing -----------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ path in every `TraceError`.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -166,6 +167,24 @@ class JsonReader:
     def opt_str(self, d: Mapping[str, Any], key: str, where: str) -> str | None:
         value = d.get(key)
         return None if value is None else self.string(value, child(where, key))
+
+    def opt_number(self, d: Mapping[str, Any], key: str, where: str) -> float | None:
+        """A recorded quantity (seconds, a cost, a Unix time): a finite number, 0 or more, or None when absent."""
+        value = d.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise self.error(child(where, key), f"expected a non-negative number, got {shown(value)}")
+        return float(value)
+
+    def opt_count(self, d: Mapping[str, Any], key: str, where: str) -> int | None:
+        """A recorded count (tokens, calls): a whole number, 0 or more, or None when absent."""
+        value = self.opt_number(d, key, where)
+        if value is None:
+            return None
+        if not value.is_integer():
+            raise self.error(child(where, key), f"expected a whole number, got {shown(d[key])}")
+        return int(value)
 
 
 #: A UTF-16 surrogate code point: in a decoded JSON string, always a lone one (pairs decode to one character).

@@ -59,7 +59,6 @@ from harness.run.traces.normal import (
     child,
     parse_arguments,
     replace_surrogates,
-    shown,
     type_name,
 )
 from harness.run.traces.reading import ContentParts, TraceText, derived_id
@@ -465,34 +464,16 @@ def _usage(reader: JsonReader, doc: dict[str, Any], where: str,
         return ()
     stats_where = child(info_where, "model_stats")
     stats = reader.obj(stats, stats_where)
-    sent = _count(reader, stats, "tokens_sent", stats_where)
-    received = _count(reader, stats, "tokens_received", stats_where)
-    calls = _count(reader, stats, "api_calls", stats_where)
-    cost = _number(reader, stats, "instance_cost", stats_where)
+    sent = reader.opt_count(stats, "tokens_sent", stats_where)
+    received = reader.opt_count(stats, "tokens_received", stats_where)
+    calls = reader.opt_count(stats, "api_calls", stats_where)
+    cost = reader.opt_number(stats, "instance_cost", stats_where)
     if not (sent or received or cost):  # a replay or a human run: nothing was counted
         return ()
     if calls is None:
         calls = sum(1 for m in messages[1:] if m.role == "assistant")
     return (RecordedUsage(call=None, input_tokens=sent or None, output_tokens=received or None, calls=calls,
                           cost_usd=cost or None),)
-
-
-def _number(reader: JsonReader, stats: dict[str, Any], key: str, where: str) -> float | None:
-    value = stats.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise reader.error(child(where, key), f"expected a non-negative number, got {shown(value)}")
-    return float(value)
-
-
-def _count(reader: JsonReader, stats: dict[str, Any], key: str, where: str) -> int | None:
-    value = _number(reader, stats, key, where)
-    if value is None:
-        return None
-    if not value.is_integer():
-        raise reader.error(child(where, key), f"expected a whole number, got {value}")
-    return int(value)
 
 
 # Sniffing -----------------------------------------------------------------------------------------------

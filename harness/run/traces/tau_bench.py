@@ -358,15 +358,6 @@ def _tool_result(state: _Simulation, value: Any, where: str) -> None:
     state.positions.add("user")
 
 
-def _count(reader: JsonReader, d: dict[str, Any], key: str, where: str) -> int | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise reader.error(child(where, key), f"expected a whole number of tokens, got {type_name(value)}")
-    return value
-
-
 def _usage(reader: JsonReader, message: dict[str, Any], where: str) -> RecordedUsage | None:
     """The usage an assistant message records (its LLM call), or None when it records none (the greeting)."""
     if message.get("usage") is None:
@@ -374,13 +365,13 @@ def _usage(reader: JsonReader, message: dict[str, Any], where: str) -> RecordedU
     usage_where = child(where, "usage")
     usage = reader.obj(message["usage"], usage_where)
     details = usage.get("prompt_tokens_details")
-    cached = (_count(reader, details, "cached_tokens", child(usage_where, "prompt_tokens_details"))
+    cached = (reader.opt_count(details, "cached_tokens", child(usage_where, "prompt_tokens_details"))
               if isinstance(details, dict) else None)
     cost = message.get("cost")
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)):
         raise reader.error(child(where, "cost"), f"expected a number, got {type_name(cost)}")
-    return RecordedUsage(call=None, input_tokens=_count(reader, usage, "prompt_tokens", usage_where),
-                         output_tokens=_count(reader, usage, "completion_tokens", usage_where), cached_tokens=cached,
+    return RecordedUsage(call=None, input_tokens=reader.opt_count(usage, "prompt_tokens", usage_where),
+                         output_tokens=reader.opt_count(usage, "completion_tokens", usage_where), cached_tokens=cached,
                          cost_usd=None if cost is None else float(cost), timestamp=_unix_time(message.get("timestamp")))
 
 

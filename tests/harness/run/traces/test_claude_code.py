@@ -253,7 +253,7 @@ BAD: dict[str, tuple[list[dict[str, Any]] | str, str]] = {
                        "line 1 $.message.content: expected a string or an array of content blocks, got a number"),
     "usage-string": ([_line("u1", None, "user", "Hi."), _line("a1", "u1", "assistant", "Yo.",
                                                               usage={"input_tokens": "12"})],
-                     "line 2 $.message.usage.input_tokens: expected a token count"),
+                     "line 2 $.message.usage.input_tokens: expected a non-negative number"),
     "result-in-assistant": ([_line("u1", None, "user", "Hi."), _line("a1", "u1", "assistant", [
         {"type": "tool_result", "tool_use_id": "t", "content": ""}])], "a tool_result block in an assistant message"),
     "reused-id": ([_line("u1", None, "user", "Hi."),
