@@ -321,6 +321,7 @@ class TranscriptBuilder:
             drafts.insert(0, _Draft("user", [Text(FRAGMENT_TASK)], [(source, where)]))
             self.notes.append(f"{source}: {where}: the transcript starts with the agent (a fragment): read after "
                               f"a placeholder task {FRAGMENT_TASK!r}")
+            self._orphans_to_text()
         elif not any(isinstance(b, Text) for b in first.blocks):
             raise TraceError(*first.origins[0], "a trace must start with the user's task, found a user message "
                              "without text")
@@ -337,6 +338,22 @@ class TranscriptBuilder:
                 kind = "final"
             messages.append(Message.build(draft.role, draft.blocks, kind=kind, meter=meter))
         return tuple(messages)
+
+    def _orphans_to_text(self) -> None:
+        """In a fragment, a tool result whose call came before the cut (no earlier call has its id) is read as the
+        user's text, with a note: the output was in the prompt, its call is not in the transcript."""
+        called: set[str] = set()
+        orphans = 0
+        for draft in self._drafts:
+            for i, block in enumerate(draft.blocks):
+                if isinstance(block, ToolUse):
+                    called.add(block.id)
+                elif isinstance(block, ToolResult) and block.tool_use_id not in called:
+                    draft.blocks[i] = Text(f"[output of a call the transcript does not hold] {block.content}")
+                    orphans += 1
+        if orphans:
+            self.notes.append(f"{self._origin[0]}: {orphans} tool output(s) whose call the fragment does not hold "
+                              "read as text")
 
     def _rename_reused_ids(self) -> None:
         """Providers reuse tool-call ids: an id used again after its earlier call was answered names a new

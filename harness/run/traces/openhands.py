@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.messages import Role
-from harness.run.traces.formats import DIRECTORY, Claim, TraceFormat
+from harness.run.traces.formats import DIRECTORY, FILE, Claim, TraceFormat
 from harness.run.traces.normal import (
     IMAGE_PLACEHOLDER,
     ImportedSession,
@@ -43,7 +43,7 @@ from harness.run.traces.normal import (
     parse_arguments,
     type_name,
 )
-from harness.run.traces.reading import read_json
+from harness.run.traces.reading import TraceText, derived_id, read_json
 
 NAME = "openhands"
 _EVENT_FILE = re.compile(r"^event-(\d{5,})-([0-9a-fA-F\-]{8,})\.json$")
@@ -90,9 +90,17 @@ def _base_state(path: Path) -> tuple[str | None, str | None]:
 
 def _event(builder: TranscriptBuilder, file: Path, tools: list[str]) -> None:
     reader = JsonReader(str(file))
-    event = reader.obj(read_json(file), "$", "an event object")
-    kind = reader.req_str(event, "kind", "$")
+    read_event(reader, builder, reader.obj(read_json(file), "$", "an event object"), tools)
+
+
+def read_event(reader: JsonReader, builder: TranscriptBuilder, event: dict[str, Any], tools: list[str],
+               prefix: str = "") -> None:
+    """One event into ``builder`` (a tool's name into ``tools``); ``prefix`` goes before each JSON path (``line
+    N `` for a record of an events JSONL file)."""
+    kind = reader.req_str(event, "kind", f"{prefix}$")
     source = reader.source
+    if prefix:
+        reader = _Prefixed(reader.source, prefix)
     if kind == "SystemPromptEvent":
         for key in ("system_prompt", "dynamic_context"):
             if event.get(key) is not None:
@@ -138,6 +146,19 @@ def _event(builder: TranscriptBuilder, file: Path, tools: list[str]) -> None:
                             source, "$")
 
 
+class _Prefixed(JsonReader):
+    """A reader whose paths start with ``line N`` (an event of a JSONL file): errors name the line."""
+
+    __slots__ = ("prefix",)
+
+    def __init__(self, source: str, prefix: str) -> None:
+        super().__init__(source)
+        self.prefix = prefix
+
+    def error(self, where: str, problem: str) -> TraceError:
+        return TraceError(self.source, f"{self.prefix}{where}", problem)
+
+
 def _content(reader: JsonReader, value: Any, where: str) -> list[tuple[str, str]]:
     out = []
     for i, part_value in enumerate(reader.arr(value, where)):
@@ -160,3 +181,42 @@ def sniff(path: Path) -> Claim | None:
 
 FORMAT = TraceFormat(name=NAME, kind=DIRECTORY, description="OpenHands SDK conversation directories",
                      sniff=sniff, load=load, looks_for="events/ (OpenHands)")
+
+
+# The same events as one JSONL file ------------------------------------------------------------------------
+
+EVENTS_NAME = "openhands-events"
+#: The event kinds that mark an OpenHands events file (the conversation's own events; one of them on the
+#: first record, with the ``id`` and ``timestamp`` every event has).
+_EVENT_KINDS = frozenset({"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent",
+                          "UserRejectObservation", "ConversationStateUpdateEvent", "Condensation",
+                          "CondensationRequest", "CondensationSummaryEvent", "PauseEvent", "TokenEvent"})
+
+
+def load_events(trace: TraceText) -> list[ImportedSession]:
+    """The one session of an OpenHands events JSONL file (one event per line, in order), read as its directory
+    of event files is."""
+    reader = JsonReader(trace.source)
+    builder = TranscriptBuilder(trace.source, trace.records[0].where)
+    tools: list[str] = []
+    for record in trace.records:
+        prefix = record.where.removesuffix("$")
+        event = reader.obj(record.value, record.where, "an event object")
+        read_event(reader, builder, event, tools, prefix)
+    return [ImportedSession(source=trace.source, session_id=derived_id(trace.stem, 0, 1), format=EVENTS_NAME,
+                            system=builder.system_prompt, messages=builder.build(), tools=tuple(tools),
+                            notes=tuple(builder.notes))]
+
+
+def sniff_events(trace: TraceText) -> Claim | None:
+    """Whether ``trace`` is an OpenHands events file: JSONL whose first record is an event (``kind`` one of the
+    SDK's event kinds, with ``id`` and ``timestamp``); document rank 8."""
+    first = trace.records[0].value
+    if (trace.jsonl and isinstance(first, dict) and first.get("kind") in _EVENT_KINDS
+            and {"id", "timestamp"} <= set(first)):
+        return Claim.document(8)
+    return None
+
+
+EVENTS_FORMAT = TraceFormat(name=EVENTS_NAME, kind=FILE, description="OpenHands SDK events, one per line (JSONL)",
+                            sniff=sniff_events, load=load_events)

@@ -135,6 +135,10 @@ def read_trace(path: Path) -> TraceText:
     text = read_text(path)
     if not text.strip():
         raise TraceError(source, "line 1", "empty file, not a trace")
+    if text.lstrip()[0] not in _JSON_STARTS:
+        # Not JSON at all (a text log, a transcript printed for reading): say so, not where the parser tripped.
+        raise TraceError(source, "line 1", "not a JSON trace: it does not start with a JSON value (a plain-text "
+                         "log or a transcript printed for reading is not a recorded session)")
     if path.suffix.lower() not in JSONL_SUFFIXES:
         try:
             value, replaced = parse_json(text, source, 0, several_values=True)
@@ -152,6 +156,10 @@ def read_trace(path: Path) -> TraceText:
             records.append(Record(value, f"line {n} $"))
     _note_surrogates(source, total)
     return TraceText(source, tuple(records), jsonl=True)
+
+
+#: The characters a JSON text can start with.
+_JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
 class _SeveralValues(Exception):

@@ -45,7 +45,7 @@ ENTRY_POINT_GROUP = "ctxbench.trace_formats"
 BUILTIN_FORMATS: tuple[TraceFormat[Any], ...] = (
     atif.FORMAT, openai_chat.FORMAT, openai_responses.FORMAT, anthropic.FORMAT, strands.FORMAT, openhands.FORMAT,
     swe_agent.FORMAT, swe_agent.STEPS_FORMAT, mini_swe_agent.FORMAT, tau_bench.FORMAT, litellm_logs.FORMAT,
-    claude_code.FORMAT, otel_genai.FORMAT)
+    claude_code.FORMAT, otel_genai.FORMAT, openhands.EVENTS_FORMAT)
 #: Names of the built-in trace formats, in the order `ctxbench replay --format` lists them.
 TRACE_FORMATS: tuple[str, ...] = tuple(f.name for f in BUILTIN_FORMATS)
 

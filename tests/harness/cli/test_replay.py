@@ -33,13 +33,13 @@ def test_replay_of_every_format_writes_a_report_that_says_it_is_exact(tmp_path: 
                     cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert f"{out}/report.html" in done.stdout.splitlines()
-    assert "14 recorded sessions x 3 strategies" in done.stdout
+    assert "31 recorded sessions x 3 strategies" in done.stdout
     md = (out / "report.md").read_text()
     assert md.startswith("# ctxbench accounting report: run")
     lead = md.splitlines()[2]
-    assert lead.startswith("14 recorded sessions, 3 strategies, among those that sent every call: fewest input "
-                           "tokens, ")
-    assert "lowest cost, " in lead
+    assert lead.startswith("31 recorded sessions, 3 strategies. Recommended: ")
+    assert "hid the fewest needed values" in lead
+    assert "## What these numbers assume" in md and "## Token counts against the recorded usage" in md
     assert "Exact accounting, not a simulation" in md
     assert "## Against unbounded" in md and "## Recorded sessions" in md
     for section in ("success", "tool-syntax errors", "loops", "latency"):
@@ -50,7 +50,7 @@ def test_replay_of_every_format_writes_a_report_that_says_it_is_exact(tmp_path: 
     assert again.returncode == 0, again.stderr
     assert (out / "report.md").read_text() == md
     listed = ctxbench("list", "runs", tmp_path, cwd=tmp_path)
-    assert "finished: 42 session rows, 3 strategies" in listed.stdout
+    assert "finished: 93 session rows, 3 strategies" in listed.stdout
 
 
 def test_compare_and_view_refuse_an_accounting_run_in_one_line(tmp_path: Path) -> None:
@@ -117,7 +117,9 @@ def test_lone_surrogates_are_one_note_and_the_tables_read_back(tmp_path: Path,
     result = _replay([str(trace), "--out", str(out), "--strategies", "unbounded", "--quiet"], capsys)
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
-        f"ctxbench: note: {trace}: 2 lone UTF-16 surrogates (half a character) replaced by U+FFFD"]
+        f"ctxbench: note: {trace}: 2 lone UTF-16 surrogates (half a character) replaced by U+FFFD",
+        "ctxbench: warning: model 'ops-model-large' has no entry in the price table: priced with the default "
+        "profile (pass --model to choose one)"]
     assert pq.read_table(out / "sessions.parquet").column("session_id").to_pylist() == ["cut-\ufffd"]
     assert "cut-\ufffd" in (out / "report.md").read_text(encoding="utf-8")
 

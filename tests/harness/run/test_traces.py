@@ -47,6 +47,7 @@ GOOD = [
     ("strands", "strands/session_replication-lag-0402", ["replication-lag-0402"], [6]),
     ("openhands", "openhands/incident-triage-0314", ["incident-triage-0314-conv"], [10]),
     ("openhands", "openhands/replication-lag-0402", ["replication-lag-0402-conv"], [6]),
+    ("openhands-events", "openhands-events/incident-triage-0314.jsonl", ["incident-triage-0314"], [10]),
     ("claude-code", "claude-code/incident_triage.jsonl", ["5b0e7c1a-3f42-4d8e-9a61-0c2d7e4f9b13"], [10]),
     ("claude-code", "claude-code/replication_lag_compacted.jsonl", ["9c4a2e61-7d0b-4f3a-8e25-b61f0d3c7a48"], [14]),
     ("otel-genai", "otel-genai/incident_triage.json", ["incident-triage-0314"], [10]),
@@ -55,7 +56,7 @@ GOOD = [
      ["7e1d2c3b4a5968778695a4b3c2d1e0f1", "8f2e3d4c5b6a79889706b5c4d3e2f102"], [6, 4]),
 ]
 #: Formats whose traces can say a tool result failed (OpenAI's have no error flag).
-HAS_ERROR_FLAG = {"anthropic", "atif", "strands", "openhands", "claude-code", "otel-genai"}
+HAS_ERROR_FLAG = {"anthropic", "atif", "strands", "openhands", "openhands-events", "claude-code", "otel-genai"}
 
 #: Every malformed sample and a text its one error line must contain.
 MALFORMED_CASES = {
@@ -230,7 +231,7 @@ def test_loading_writes_nothing(tmp_path: Path) -> None:
     shutil.copytree(DATA, copy)
     before = _fingerprint(copy)
     sessions = load_traces([copy])
-    assert len(sessions) == 30  # every sample session of every format (tests/data/traces)
+    assert len(sessions) == 31  # every sample session of every format (tests/data/traces)
     assert _fingerprint(copy) == before
 
 
@@ -470,3 +471,30 @@ def test_a_transcript_that_starts_with_the_agent_is_a_fragment_read_with_a_note(
     assert session.messages[1].role == "assistant" and "upstream pod restarted" in session.messages[1].text
     assert session.notes == (f"{path}: $.messages[0].content: the transcript starts with the agent (a fragment): "
                              f"read after a placeholder task {FRAGMENT_TASK!r}",)
+
+
+def test_an_openhands_events_file_reads_as_its_directory_of_events() -> None:
+    """The same events, one per line, are the same session as the conversation directory holding them."""
+    (lines,) = load_trace(DATA / "openhands-events/incident-triage-0314.jsonl")
+    (folder,) = load_trace(DATA / "openhands/incident-triage-0314")
+    assert lines.format == "openhands-events" and folder.format == "openhands"
+    assert [m.blocks for m in lines.messages] == [m.blocks for m in folder.messages]
+    assert (lines.system, lines.tools) == (folder.system, folder.tools)
+
+
+def test_in_a_fragment_an_output_whose_call_is_missing_is_text(tmp_path: Path) -> None:
+    text = (DATA / "openhands-events/incident-triage-0314.jsonl").read_text()
+    events = [json.loads(line) for line in text.splitlines()]
+    kinds = [e["kind"] for e in events]
+    # Cut before the first action (a fragment), and drop the second action so that its output has no call.
+    start = kinds.index("ActionEvent")
+    cut = events[start:]
+    actions = [i for i, e in enumerate(cut) if e["kind"] == "ActionEvent"]
+    del cut[actions[1]]
+    path = tmp_path / "fragment.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in cut))
+    (session,) = load_trace(path)
+    assert session.messages[0].text == FRAGMENT_TASK
+    shown = [m.text for m in session.messages if m.role == "user"]
+    assert any("[output of a call the transcript does not hold]" in text for text in shown)
+    assert any("tool output(s) whose call the fragment does not hold read as text" in n for n in session.notes)
