@@ -17,14 +17,16 @@ Arms (one mechanism off each; docs/model.md "v3 in one paragraph" names them):
   mid 0.20, small 0.40, stress-2023 0.50);
 - ``forms off``: only a fact's own value counts as the fact (change 6);
 - ``report grading``: code_repair graded on its five-fact report again, the edit's line given (change 7);
-- ``summaries exact``: ``p_summary_error = 0`` and ``p_record_drop = 0`` (change 8).
+- ``summaries exact``: ``p_summary_error = 0`` and ``p_record_drop = 0`` (change 8);
+- ``literal curve of RULER's 13-task means``: the literal recall curves v2 fitted to RULER's 13-task means
+  (change 5's refit to its eight needle tasks undone).
 Not ablated: the literal look-ups' trough and the look-up kind by holder (change 5) and the stubs that name
 no facts (change 9): switching them off needs the retired code paths.
 
 Sensitivity: each new v3 knob (``p_confabulate``, ``p_note``, ``p_summary_error``, ``p_record_drop``) at half
 and twice the profile's value, the same figures.
 
-Run: ``python docs/validation/ablation.py [--sessions N] [--jobs J]`` (about 10 minutes at the default 300
+Run: ``python docs/validation/ablation.py [--sessions N] [--jobs J]`` (about 14 minutes at the default 300
 sessions on two cores). It writes ``docs/validation/ablation.json`` and ``docs/validation/ablation.md``.
 """
 
@@ -54,6 +56,10 @@ from harness.sim.profiles import profile  # noqa: E402
 
 #: v2's p_refetch per profile: the "confabulation at the v2 rate" arm invents with 1 - p_refetch.
 V2_P_REFETCH = {"frontier": 0.90, "mid": 0.80, "small": 0.60, "stress-2023": 0.50}
+#: The literal curves v2 fitted to RULER's 13-task means (L_half_literal, k_literal), before v3 fitted them to
+#: its eight needle tasks.
+V2_LITERAL = {"frontier": (1e9, 0.315), "mid": (898_000, 0.785), "small": (887_000, 0.711),
+              "stress-2023": (63_500, 2.097)}
 TRAP = {"raw": ("unbounded", {}), "masking-M10": ("observation_masking", {"keep_turns": 10}),
         "llm-summary-N21-M10": ("summarize", {"trigger_turns": 21, "keep_turns": 10, "pin_first": 1})}
 TRAP_CAP = 100_000
@@ -74,6 +80,11 @@ def _v2_confabulation(name: str) -> dict[str, Any]:
     return {"p_confabulate": round(1 - V2_P_REFETCH[name], 2)}
 
 
+def _v2_literal(name: str) -> dict[str, Any]:
+    l_half, k = V2_LITERAL[name]
+    return {"L_half_literal": l_half, "k_literal": k}
+
+
 def _scaled(knob: str, factor: float) -> Callable[[str], dict[str, Any]]:
     """The profile's own value of ``knob`` times ``factor`` (at most 1)."""
     return lambda name: {knob: min(1.0, getattr(profile(name), knob) * factor)}
@@ -92,6 +103,7 @@ ARMS = (
     Arm("forms off", forms=False),
     Arm("report grading", scenario_params={"graded_on": "report"}),
     Arm("summaries exact", profile_overrides=lambda _: {"p_summary_error": 0.0, "p_record_drop": 0.0}),
+    Arm("literal curve of RULER's 13-task means", profile_overrides=_v2_literal),
     *(Arm(f"{knob} x{factor:g}", profile_overrides=_scaled(knob, factor)) for knob in KNOBS for factor in (0.5, 2.0)),
 )
 
