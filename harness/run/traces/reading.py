@@ -66,8 +66,8 @@ def read_text(path: Path) -> str:
         with _open_regular(path) as f:
             # A binary file (an archive, an image) shows itself in its first megabyte: refuse it before
             # reading up to the size bound.
-            raw = f.read(2**20)
-            if b"\x00" not in raw:
+            raw = f.read(min(2**20, MAX_TRACE_BYTES + 1))
+            if b"\x00" not in raw and len(raw) <= MAX_TRACE_BYTES:
                 raw += f.read(MAX_TRACE_BYTES + 1 - len(raw))
     except FileNotFoundError:
         raise TraceError(source, "line 1", "no such file") from None
@@ -130,8 +130,12 @@ def read_json(path: Path) -> Any:
 
 
 def read_trace(path: Path) -> TraceText:
-    """A trace file as JSON records (see the module docstring)."""
+    """A trace file as JSON records (see the module docstring). A ``.jsonl``/``.ndjson`` file is streamed:
+    read and parsed a line at a time, so its text is never held whole (a 1 GB file needs the memory of its
+    values, not of its text too), and bounded per line rather than per file."""
     source = str(path)
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        return _streamed_jsonl(path)
     text = read_text(path)
     if not text.strip():
         raise TraceError(source, "line 1", "empty file, not a trace")
@@ -160,6 +164,58 @@ def read_trace(path: Path) -> TraceText:
 
 #: The characters a JSON text can start with.
 _JSON_STARTS = frozenset('{["-0123456789tfn')
+
+
+def _streamed_jsonl(path: Path) -> TraceText:
+    """A JSONL file's records, read line by line (`read_trace`), with `read_text`'s checks on each line."""
+    source = str(path)
+    records: list[Record] = []
+    total = 0
+    try:
+        with _open_regular(path) as f:
+            for n, raw in enumerate(f, start=1):
+                if len(raw) > MAX_TRACE_BYTES:
+                    raise TraceError(source, f"line {n}", f"a line longer than {MAX_TRACE_BYTES // 2**20} MiB, "
+                                     "not a trace")
+                line = _decoded_line(raw, source, n)
+                if line.strip():
+                    if not records and line.lstrip()[0] not in _JSON_STARTS:
+                        raise TraceError(source, f"line {n}", "not a JSON trace: it does not start with a JSON "
+                                         "value (a plain-text log or a transcript printed for reading is not a "
+                                         "recorded session)")
+                    value, replaced = parse_json(line, source, n - 1, prefix=f"line {n} ")
+                    total += replaced
+                    records.append(Record(value, f"line {n} $"))
+    except FileNotFoundError:
+        raise TraceError(source, "line 1", "no such file") from None
+    except IsADirectoryError:
+        raise TraceError(source, "line 1", "is a directory, not a trace file") from None
+    except OSError as e:
+        raise TraceError(source, "line 1", f"cannot be read ({e.strerror or e})") from None
+    except ValueError as e:  # a NUL character in the name (only an in-process caller can pass one)
+        if isinstance(e, TraceError):
+            raise
+        raise TraceError(source.replace("\0", "\\0"), "line 1", "the name holds a NUL character") from None
+    if not records:
+        raise TraceError(source, "line 1", "empty file, not a trace")
+    _note_surrogates(source, total)
+    return TraceText(source, tuple(records), jsonl=True)
+
+
+def _decoded_line(raw: bytes, source: str, n: int) -> str:
+    """One line of a JSONL file as text, with `read_text`'s checks (a byte-order mark, NUL, UTF-8)."""
+    if n == 1:
+        if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise TraceError(source, "line 1", "not UTF-8 text (a UTF-16 byte-order mark; save it as UTF-8)")
+        raw = raw.removeprefix(b"\xef\xbb\xbf")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise TraceError(source, f"line {n}", f"a binary file, not a JSON trace (NUL byte at column {nul + 1})")
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as e:
+        raise TraceError(source, f"line {n}", f"not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                         f"{e.start + 1})") from None
 
 
 class _SeveralValues(Exception):

@@ -12,7 +12,10 @@ strands does when it restores a session. Files are ordered by the number ``n`` (
 be given. Converse blocks: ``text``, ``toolUse`` ``{toolUseId, name, input}``, ``toolResult`` ``{toolUseId,
 status, content: [{text} | {json} | {image} | {document}]}`` (``json`` serialised with sorted keys, media as
 placeholders); ``reasoningContent`` and ``cachePoint`` are skipped. strands does not store the system prompt
-or the model with the session: both stay empty.
+or the model with the session itself; the agent's ``state`` (``agent.json``: the user-managed state strands
+persists, ``agent.state``) holds them where the application put them there, as ``system_prompt`` and
+``model`` (or ``model_id``), and they are read from it; else the system prompt stays empty, with a note
+(``ctxbench replay --tools`` supplies the tools, which strands does not persist either).
 """
 
 from __future__ import annotations
@@ -92,8 +95,26 @@ def _agent(source: str, agent_dir: Path, session_id: str) -> ImportedSession:
             raise TraceError(str(file), "$.message_id", f"message_{expected}.json is missing (the numbers must "
                              f"run 0, 1, 2, ... without a gap; this file is number {number})")
         _message_file(builder, file, number)
-    return ImportedSession(source=source, session_id=session_id, format=NAME, system="",
-                           messages=builder.build(), notes=tuple(builder.notes))
+    system, model = _agent_state(agent_dir)
+    notes = () if system else (f"{agent_dir}: strands persists no system prompt (none in the agent's state, "
+                               "agent.json 'state.system_prompt'): the replayed prompts lack it",)
+    return ImportedSession(source=source, session_id=session_id, format=NAME, system=system,
+                           messages=builder.build(), model=model, notes=(*builder.notes, *notes))
+
+
+def _agent_state(agent_dir: Path) -> tuple[str, str | None]:
+    """The system prompt and the model an application kept in the agent's persisted state, if any."""
+    meta = agent_dir / "agent.json"
+    if not os.path.lexists(meta):
+        return "", None
+    doc = read_json(meta)
+    reader = JsonReader(str(meta))
+    state = reader.obj(doc, "$", "an agent object").get("state")
+    if not isinstance(state, dict):
+        return "", None
+    system = reader.opt_str(state, "system_prompt", "$.state") or ""
+    model = reader.opt_str(state, "model", "$.state") or reader.opt_str(state, "model_id", "$.state")
+    return system, model
 
 
 def _message_file(builder: TranscriptBuilder, file: Path, number: int) -> None:
@@ -178,15 +199,15 @@ def _result_content(reader: JsonReader, value: Any, where: str) -> str:
 
 def dump(session: ImportedSession) -> dict[str, str]:
     """The session as a strands session directory: ``{relative path: JSON text}`` under
-    ``session_<id>/`` (an id's path separators become ``_``). The system prompt and model are not written:
-    strands does not store them with a session."""
+    ``session_<id>/`` (an id's path separators become ``_``). The system prompt and model go into the agent's
+    state (``system_prompt``, ``model``), where the reader finds them: strands stores neither itself."""
     session_id = re.sub(r"[/\\]", "_", session.session_id) or "session"
     root = f"session_{session_id}"
     agent = f"{root}/agents/agent_default"
     files = {
         f"{root}/session.json": _json({"session_id": session_id, "session_type": "AGENT",
                                        "created_at": _WRITTEN_AT, "updated_at": _WRITTEN_AT}),
-        f"{agent}/agent.json": _json({"agent_id": "default", "state": {}, "conversation_manager_state": {},
+        f"{agent}/agent.json": _json({"agent_id": "default", "state": _state(session), "conversation_manager_state": {},
                                       "created_at": _WRITTEN_AT, "updated_at": _WRITTEN_AT}),
     }
     for n, message in enumerate(session.messages):
@@ -196,6 +217,11 @@ def dump(session: ImportedSession) -> dict[str, str]:
             "message": {"role": message.role, "content": content}, "message_id": n, "redact_message": None,
             "created_at": _WRITTEN_AT, "updated_at": _WRITTEN_AT})
     return files
+
+
+def _state(session: ImportedSession) -> dict[str, str]:
+    state = {"system_prompt": session.system} if session.system else {}
+    return state | ({"model": session.model} if session.model else {})
 
 
 def _json(doc: dict[str, Any]) -> str:

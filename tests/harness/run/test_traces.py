@@ -317,7 +317,10 @@ def test_openai_chat_round_trip_keeps_messages_but_error_statuses(session: Impor
 @settings(max_examples=15)
 @given(sessions())
 def test_strands_and_responses_round_trips(session: ImportedSession) -> None:
-    assert _reload(session, "strands", "unused").messages == session.messages
+    strands = _reload(session, "strands", "unused")
+    assert strands.messages == session.messages
+    # strands keeps neither itself: they go into the agent's state, where the reader takes them from.
+    assert (strands.system, strands.model) == (session.system, session.model)
     responses = _reload(session, "openai-responses", "trace.json")
     assert _statuses_as_success(responses) == _statuses_as_success(session)
 
@@ -498,3 +501,24 @@ def test_in_a_fragment_an_output_whose_call_is_missing_is_text(tmp_path: Path) -
     shown = [m.text for m in session.messages if m.role == "user"]
     assert any("[output of a call the transcript does not hold]" in text for text in shown)
     assert any("tool output(s) whose call the fragment does not hold read as text" in n for n in session.notes)
+
+
+def test_a_jsonl_trace_is_streamed_and_bounded_per_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file is read a line at a time: larger than the bound on one JSON document, it still reads, and
+    only a line above the bound is refused (naming its line)."""
+    from harness.run.traces import reading
+
+    source = (DATA / "openai-chat/replication_lag.jsonl").read_text()
+    longest = max(len(line.encode()) for line in source.splitlines())
+    monkeypatch.setattr(reading, "MAX_TRACE_BYTES", longest + 1)
+    path = tmp_path / "big.jsonl"
+    path.write_text(source)
+    assert path.stat().st_size > reading.MAX_TRACE_BYTES  # the whole file is over the bound
+    assert [s.session_id for s in load_trace(path)] == ["big"]
+    as_document = tmp_path / "big.json"
+    as_document.write_text(json.dumps({"messages": [json.loads(line) for line in source.splitlines()]}))
+    with pytest.raises(TraceError, match="larger than"):
+        load_trace(as_document)
+    monkeypatch.setattr(reading, "MAX_TRACE_BYTES", longest - 1)
+    with pytest.raises(TraceError, match=r"big.jsonl: line \d+: a line longer than"):
+        load_trace(path)
