@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -104,6 +105,10 @@ class _TraceFormatsHelp(argparse.HelpFormatter):
             # Doubled: argparse expands ``%(default)s`` and the like in the filled-in text.
             action.help = text.replace(TRACE_FORMATS_SLOT, _trace_formats_listed().replace("%", "%%"))
         return super()._format_action(action)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # Format names hold hyphens (openhands-events): a line breaks between words, never inside a name.
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 def _trace_formats_listed() -> str:

@@ -887,6 +887,67 @@ def _weighted_roles(family: type[ScenarioParams]) -> tuple[str, ...]:
     return tuple(role for role in ROLES if role in named) or ROLES[:-1]
 
 
+def _payload_lognormal(sizes: Sequence[int], notes: list[str]) -> LognormalFit:
+    """The lognormal of the non-empty payloads (the generators make no empty output), with notes for the
+    empty ones."""
+    positive = [b for b in sizes if b > 0]
+    if not positive:
+        low = _bounds("payload_median_bytes")[0]
+        notes.append(f"payload: every tool output is empty; the generators make none, so the smallest outputs "
+                     f"they allow ({low:,.0f} B) are used")
+        return LognormalFit(low, 0.0, 0, math.nan, math.nan)
+    empty = len(sizes) - len(positive)
+    if empty:
+        notes.append(f"payload: {empty} of {len(sizes)} tool outputs are empty; they count in the "
+                     "measured median and spread, and the lognormal is fitted to the others (the generators make "
+                     "no empty output)")
+    return fit_lognormal(positive)
+
+
+def _family_weights(measures: WorkloadMeasures,
+                    notes: list[str]) -> tuple[dict[str, float], float, bool, tuple[str, ...]]:
+    """(family weights, the share of calls whose tools a family uses, whether the default mix stands in,
+    the tools no family uses): `mix_weights` of the tool counts, and of their roles for unknown tools."""
+    tool_counts = dict(measures.tool_counts)
+    known = {tool for tools in family_tool_shares().values() for tool in tools}
+    unmatched = tuple(sorted(t for t in tool_counts if t not in known))
+    unmatched_roles: Counter[str] = Counter()
+    for tool, role, n in measures.call_counts:
+        if tool not in known:
+            unmatched_roles[role] += n
+    weights, matched = mix_weights(tool_counts, unmatched_roles)
+    fallback = not weights
+    if fallback:
+        weights = dict.fromkeys(DEFAULT_FAMILIES, round(1.0 / len(DEFAULT_FAMILIES), 4))
+        notes.append("families: no tool or role of the transcripts is one a scenario family has; the default "
+                     "mix's weights are used")
+    elif unmatched:
+        notes.append(f"families: {1 - matched:.0%} of the tool calls use tools no family uses ({_names(unmatched)});"
+                     " they count by their role")
+    return weights, matched, fallback, unmatched
+
+
+def _calibration_step(knobs: _Knobs, shape: ScriptShape, target_median: float, target_sigma: float,
+                      lengths: tuple[float, float] | None, target_roles: Mapping[str, float]) -> None:
+    """Move each knob by the gap between the measured and the generated shape (`fit`'s calibration);
+    ``lengths``: the measured length median and sigma when the family has the length mix."""
+    params = knobs.params()
+    knobs.payload_mu = math.log(params["payload_median_bytes"]) + math.log(target_median) - math.log(
+        max(1.0, shape.payload_median))
+    added = shape.payload_sigma ** 2 - params["payload_sigma"] ** 2
+    knobs.payload_sigma = math.sqrt(max(0.0, target_sigma ** 2 - added))
+    if lengths is not None:
+        median, sigma = lengths
+        knobs.turns = params["turns_median"] * median / max(1.0, shape.length_median)
+        if shape.length_sigma > 0:
+            knobs.turns_sigma = params["turns_sigma"] * sigma / shape.length_sigma
+    if knobs.roles is not None:
+        moved = {role: w * (target_roles.get(role, 0.0) / max(shape.role_mix.get(role, 0.0), 1e-3))
+                 for role, w in knobs.roles.items()}
+        total = sum(moved.values())
+        knobs.roles = {role: w / total for role, w in moved.items()} if total else knobs.roles
+
+
 def fit(measures: WorkloadMeasures, *, calibrate: bool = True, seed: int = 0,
         progress: Callable[[str], None] | None = None) -> WorkloadFit:
     """Fit generator params to ``measures``. FitError when there is nothing to fit.
@@ -921,40 +982,12 @@ def fit(measures: WorkloadMeasures, *, calibrate: bool = True, seed: int = 0,
         notes.append(f"calls: the tool calls of {measures.text_action_sessions} of {n_sessions} sessions were read "
                      "from the assistant's text (each message ending with a command block, as SWE-agent writes "
                      "them) and their outputs from the next user message")
-    positive = [b for b in sizes if b > 0]
-    if positive:
-        payload = fit_lognormal(positive)
-    else:
-        low = _bounds("payload_median_bytes")[0]
-        payload = LognormalFit(low, 0.0, 0, math.nan, math.nan)
-        notes.append(f"payload: every tool output is empty; the generators make none, so the smallest outputs "
-                     f"they allow ({low:,.0f} B) are used")
-    empty = sum(1 for b in sizes if b == 0)
-    if empty and positive:
-        notes.append(f"payload: {empty} of {len(sizes)} tool outputs are empty; they count in the "
-                     "measured median and spread, and the lognormal is fitted to the others (the generators make "
-                     "no empty output)")
+    payload = _payload_lognormal(sizes, notes)
     lengths_all = np.array(measures.session_lengths, dtype=float)
     q25, q50, q75 = (float(v) for v in np.percentile(lengths_all, [25, 50, 75]))
     lengths = fit_lognormal(lengths_all)  # the sessions without a call have no length to fit
 
-    tool_counts = dict(measures.tool_counts)
-    known = {tool for tools in family_tool_shares().values() for tool in tools}
-    unmatched = tuple(sorted(t for t in tool_counts if t not in known))
-    unmatched_roles: Counter[str] = Counter()
-    for tool, role, n in measures.call_counts:
-        if tool not in known:
-            unmatched_roles[role] += n
-    weights, matched = mix_weights(tool_counts, unmatched_roles)
-    fallback = not weights
-    if fallback:
-        weights = dict.fromkeys(DEFAULT_FAMILIES, round(1.0 / len(DEFAULT_FAMILIES), 4))
-        notes.append("families: no tool or role of the transcripts is one a scenario family has; the default "
-                     "mix's weights are used")
-    elif unmatched:
-        notes.append(f"families: {1 - matched:.0%} of the tool calls use tools no family uses ({_names(unmatched)});"
-                     " they count by their role")
-
+    weights, matched, fallback, unmatched = _family_weights(measures, notes)
     single = next(iter(weights)) if len(weights) == 1 else None
     family = _params_class(single) if single is not None else _params_class("mix")
     length_mix = single is not None and all(p in family.model_fields for p in LENGTH_MIX_PARAMS)
@@ -985,21 +1018,9 @@ def fit(measures: WorkloadMeasures, *, calibrate: bool = True, seed: int = 0,
         for round_index in range(CALIBRATION_ROUNDS):
             if progress is not None:
                 progress(f"calibrating the generator, round {round_index + 1} of {CALIBRATION_ROUNDS}")
-            params = knobs.params()
-            shape = _script_shape(_scenario_entries(weights, params), scripts, seed)
-            knobs.payload_mu = math.log(params["payload_median_bytes"]) + math.log(target_median) - math.log(
-                max(1.0, shape.payload_median))
-            added = shape.payload_sigma ** 2 - params["payload_sigma"] ** 2
-            knobs.payload_sigma = math.sqrt(max(0.0, payload.sigma ** 2 - added))
-            if length_mix:
-                knobs.turns = params["turns_median"] * q50 / max(1.0, shape.length_median)
-                if shape.length_sigma > 0:
-                    knobs.turns_sigma = params["turns_sigma"] * lengths.sigma / shape.length_sigma
-            if knobs.roles is not None:
-                moved = {role: w * (target_roles.get(role, 0.0) / max(shape.role_mix.get(role, 0.0), 1e-3))
-                         for role, w in knobs.roles.items()}
-                total = sum(moved.values())
-                knobs.roles = {role: w / total for role, w in moved.items()} if total else knobs.roles
+            shape = _script_shape(_scenario_entries(weights, knobs.params()), scripts, seed)
+            _calibration_step(knobs, shape, target_median, payload.sigma, (q50, lengths.sigma) if length_mix else None,
+                              target_roles)
         calibrated = _script_shape(_scenario_entries(weights, knobs.params()), scripts, seed)
     params = knobs.params()
     median_bytes, payload_sigma = params["payload_median_bytes"], params["payload_sigma"]

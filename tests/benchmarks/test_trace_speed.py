@@ -56,6 +56,9 @@ def test_import_and_accounting_grow_linearly_with_the_sessions(benchmark, folder
         benchmark.extra_info["ratio_2n_over_n"] = round(long_s / short_s, 2)
     assert (len(short[0]), len(long[0])) == (N, 2 * N)
     benchmark.extra_info["calls"] = [short[1], long[1]]
-    # Every session really has its length: the generators' TURNS steps give at least as many calls.
-    assert short[1] >= N * len(STRATEGIES) * TURNS
+    # Every recorded call was billed under every strategy (none of these makes a summary call), and the
+    # sessions are long: a session of TURNS steps ends early only when its agent gets stuck.
+    recorded = sum(1 for s in short[0] for m in s.messages[1:] if m.role == "assistant")
+    assert short[1] == len(STRATEGIES) * recorded
+    assert recorded >= N * TURNS * 0.75
     assert 1.6 <= long[1] / short[1] <= 2.4

@@ -122,7 +122,7 @@ def test_replay_help_lists_the_plugin_format_after_the_built_ins(toy_site: Path,
     done = _ctxbench(toy_site, "replay", "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     listed = " ".join(done.stdout.split())
-    assert "openhands (OpenHands SDK conversation directories), toy (made-up whole-session dumps)" in listed
+    assert "openhands-events (OpenHands SDK events, one per line (JSONL)), toy (made-up whole-session dumps)" in listed
     assert all(f"{name} (" in listed for name in TRACE_FORMATS)
 
 
@@ -131,7 +131,7 @@ def test_format_selects_the_plugin_format_for_a_file_it_does_not_sniff(toy_site:
     trace = tmp_path / "unmarked.json"
     trace.write_text(json.dumps(unmarked))
     sniffed = _ctxbench(toy_site, "replay", trace, "--out", tmp_path / "sniffed", cwd=tmp_path)
-    assert_usage_error(sniffed, "unknown trace format", "expected one of: atif,", ", openhands, toy")
+    assert_usage_error(sniffed, "unknown trace format", "expected one of: atif,", ", openhands-events, toy")
     forced = _ctxbench(toy_site, "replay", trace, "--format", "toy", "--out", tmp_path / "run", "--strategies",
                        "unbounded", "--quiet", "--no-report", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr

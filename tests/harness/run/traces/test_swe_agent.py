@@ -1,6 +1,6 @@
 """SWE-agent trajectories: the ``history`` read as sent (function calls, text actions, demonstrations), the
 ``trajectory`` steps read by ``--format swe-agent-steps``, usage, model and ids, sniffing, malformed files,
-and every real ``.traj`` of ../shared/realtraces when it is there."""
+and every real ``.traj`` of the real transcripts beside the checkout (``REAL``) when they are there."""
 
 from __future__ import annotations
 
@@ -304,7 +304,7 @@ def test_several_json_values_are_not_a_trajectory(tmp_path: Path) -> None:
 def _real_files() -> list[Path]:
     folder = REAL / "original"
     if not folder.is_dir():
-        pytest.skip("../shared/realtraces is not here")
+        pytest.skip(f"no real SWE-agent transcripts at {REAL}")
     return sorted(folder.glob("*.traj"))
 
 
