@@ -14,21 +14,23 @@ trajectories and continuation files are not followed. A file may also be JSONL, 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
-from harness.core.messages import Text, ToolResult, ToolUse
+from harness.core.messages import Message, Text, ToolResult, ToolUse
 from harness.run.traces.formats import FILE, Claim, TraceFormat
 from harness.run.traces.normal import (
     AUDIO_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
     ImportedSession,
     JsonReader,
+    RecordedUsage,
     TranscriptBuilder,
     child,
     parse_arguments,
 )
-from harness.run.traces.openai_chat import tool_names
+from harness.run.traces.openai_chat import tool_names, tool_schemas
 from harness.run.traces.reading import ContentParts, TraceText, derived_id
 from harness.run.traces.sniffing import Marks, claim
 
@@ -57,32 +59,65 @@ def _trajectory(reader: JsonReader, value: Any, where: str, name: str, index: in
     tools = tool_names(agent.get("tool_definitions"))
     steps_where = child(where, "steps")
     builder = TranscriptBuilder(reader.source, steps_where)
+    recorded: list[RecordedUsage | None] = []  # one per agent step
     for i, step in enumerate(reader.arr(reader.required(doc, "steps", where), steps_where)):
-        _step(reader, builder, step, child(steps_where, i))
+        step_where = child(steps_where, i)
+        if _step(reader, builder, step, step_where):
+            recorded.append(_metrics(reader, step, step_where))
     session_id = reader.opt_str(doc, "session_id", where) or reader.opt_str(doc, "trajectory_id", where)
+    messages = builder.build()
     return ImportedSession(
         source=reader.source,
         session_id=session_id or derived_id(name, index, count),
         format=NAME,
         system=builder.system_prompt,
-        messages=builder.build(),
+        messages=messages,
         model=model,
         tools=tools,
+        tool_schemas=tool_schemas(agent.get("tool_definitions")),
+        usage=_placed(recorded, messages),
         notes=tuple(builder.notes),
     )
 
 
-def _step(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> None:
+def _metrics(reader: JsonReader, step: dict[str, Any], where: str) -> RecordedUsage | None:
+    """An agent step's ``metrics`` (the LLM call that made it), or None when it records none."""
+    if step.get("metrics") is None:
+        return None
+    metrics_where = child(where, "metrics")
+    metrics = reader.obj(step["metrics"], metrics_where)
+    return RecordedUsage(call=None, input_tokens=reader.opt_count(metrics, "prompt_tokens", metrics_where),
+                         output_tokens=reader.opt_count(metrics, "completion_tokens", metrics_where),
+                         cached_tokens=reader.opt_count(metrics, "cached_tokens", metrics_where),
+                         cost_usd=reader.opt_number(metrics, "cost_usd", metrics_where))
+
+
+def _placed(recorded: list[RecordedUsage | None], messages: tuple[Message, ...]) -> tuple[RecordedUsage, ...]:
+    """Each agent step's usage at the assistant message it made, when the steps and the messages pair one to
+    one; else (consecutive agent steps merged into one message) one session total."""
+    given = [u for u in recorded if u is not None]
+    if not given:
+        return ()
+    positions = [i for i, m in enumerate(messages) if i > 0 and m.role == "assistant"]
+    if len(positions) == len(recorded):
+        return tuple(dataclasses.replace(u, call=at) for u, at in zip(recorded, positions, strict=True)
+                     if u is not None)
+    return (RecordedUsage(call=None, input_tokens=sum(u.input_tokens or 0 for u in given),
+                          output_tokens=sum(u.output_tokens or 0 for u in given), calls=len(given)),)
+
+
+def _step(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str) -> bool:
+    """One step into ``builder``; whether it is an agent step (a model call)."""
     step = reader.obj(value, where, "a step object")
     source = reader.req_str(step, "source", where)
     message = _text(reader, reader.required(step, "message", where), child(where, "message"))
     file = reader.source
     if source == "system":
         builder.system(message)
-        return
+        return False
     if source == "user":
         builder.text("user", message, file, child(where, "message"))
-        return
+        return False
     if source != "agent":
         raise reader.error(child(where, "source"), f"unknown step source {source!r} (expected system, user or agent)")
     builder.text("assistant", message, file, child(where, "message"))
@@ -114,6 +149,7 @@ def _step(reader: JsonReader, builder: TranscriptBuilder, value: Any, where: str
             else:
                 builder.tool_result(call_id, "error" if _is_error(result.get("extra")) else "success", text, file,
                                     result_where)
+    return True
 
 
 def _is_error(extra: Any) -> bool:

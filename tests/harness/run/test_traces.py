@@ -522,3 +522,23 @@ def test_a_jsonl_trace_is_streamed_and_bounded_per_line(tmp_path: Path, monkeypa
     monkeypatch.setattr(reading, "MAX_TRACE_BYTES", longest - 1)
     with pytest.raises(TraceError, match=r"big.jsonl: line \d+: a line longer than"):
         load_trace(path)
+
+
+def test_atif_step_metrics_are_the_recorded_usage_of_their_calls(tmp_path: Path) -> None:
+    doc = {"schema_version": "ATIF-v1.4", "session_id": "m-1",
+           "agent": {"name": "a", "version": "1", "model_name": "gpt-4o",
+                     "tool_definitions": [{"type": "function", "function": {"name": "get_pods",
+                                                                            "parameters": {"type": "object"}}}]},
+           "steps": [{"step_id": 1, "source": "user", "message": "Find the cause."},
+                     {"step_id": 2, "source": "agent", "message": "",
+                      "tool_calls": [{"tool_call_id": "c1", "function_name": "get_pods", "arguments": {}}],
+                      "observation": {"results": [{"source_call_id": "c1", "content": "pod a"}]},
+                      "metrics": {"prompt_tokens": 120, "completion_tokens": 9, "cached_tokens": 64}},
+                     {"step_id": 3, "source": "agent", "message": "Pod a.", "metrics": {"prompt_tokens": 150}}]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    (session,) = load_trace(path)
+    assert [(u.call, u.input_tokens, u.output_tokens, u.cached_tokens) for u in session.usage] == [
+        (1, 120, 9, 64), (3, 150, None, None)]
+    assert session.messages[1].role == session.messages[3].role == "assistant"
+    assert json.loads(session.tool_schemas[0])["function"]["name"] == "get_pods"
