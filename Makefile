@@ -12,9 +12,15 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ctxbench needs Python >= 3.11 (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# The modules setup.py compiles (its COMPILED list): an edit to one re-installs, which compiles it again (about a
+# minute with gcc). Without a C compiler the install is pure Python.
+COMPILED := $(shell sed -n 's/^    "\([a-z_/]*\.py\)",$$/\1/p' setup.py)
+
+$(STAMP): pyproject.toml setup.py $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "setup: installing ctxbench and its dev extra; compiling the replay's hot path (setup.py)" >&2
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@$(BIN)/python -c 'import harness.build as b; print("setup:", b.current().describe())' >&2
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -44,4 +50,6 @@ benchmarks: setup
 	$(BIN)/python -m pytest tests/benchmarks --benchmark-enable --benchmark-only
 
 clean:
+	rm -rf build harness/build_record.json
+	find harness strategies -name '*.so' -delete; rm -f ctxbench__mypyc*.so
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache .benchmarks .import_linter_cache

@@ -10,10 +10,15 @@
   experiments);
 - `harness.cli`: the ``ctxbench`` command, the only place that knows every package.
 
-`make lint` checks the direction with import-linter.
+`make lint` checks the direction with import-linter. The replay's inner loop may run compiled (`harness.build`
+decides which build runs, here, before any of those modules is imported).
 """
 
 from importlib.metadata import PackageNotFoundError, version
+
+from harness import build
+
+build.decide()
 
 try:
     __version__ = version("ctxbench")

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 from typing import Any, SupportsIndex, overload
 
+from mypy_extensions import mypyc_attr
+
 from harness.core.messages import Message, from_converse
 
 Summarizer = Callable[[list[Message]], Message]
@@ -26,10 +28,13 @@ class ContextOverflow(Exception):
         self.window = window
 
 
+# Compiled (setup.py), a subclass of a built-in type is an ordinary Python class.
+@mypyc_attr(native_class=False)
 class NoSummarizer(RuntimeError):
     """`Context.summarize` was called on a context built without a summarizer."""
 
 
+@mypyc_attr(native_class=False)
 class Window(list[Message]):
     """A list of messages with running totals (tokens, raw tokens, fact counts).
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal, TypeAlias, cast, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
+from harness.build import pickle_frozen_by_fields
 from harness.core.stubs import parse_stub
 from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, Tokenizer, default_tokenizer
 
@@ -143,6 +144,10 @@ class FactScanner:
 _NO_KEYS: frozenset[str] = frozenset()
 
 
+#: A meter's default bound on the texts it remembers.
+MEMO_LIMIT = 100_000
+
+
 @dataclass(frozen=True, slots=True)
 class TextMeter:
     """How a session measures text: its tokenizer and the facts of its script.
@@ -154,13 +159,13 @@ class TextMeter:
 
     tokenizer: Tokenizer
     scanner: FactScanner
-    #: text -> (tokens, facts, decoys, records); cleared when it reaches `MEMO_LIMIT` texts.
+    #: text -> (tokens, facts, decoys, records); cleared when it reaches ``memo_limit`` texts.
     memo: dict[str, tuple[int, frozenset[str], frozenset[str], frozenset[str]]] = field(
         default_factory=dict, compare=False, repr=False)
-
     #: Texts remembered at most (a script has a few thousand; the bound is for a meter shared by
-    #: everything outside sessions).
-    MEMO_LIMIT: ClassVar[int] = 100_000
+    #: everything outside sessions). A field, not a class attribute: the compiled class has no settable
+    #: class attributes.
+    memo_limit: int = field(default=MEMO_LIMIT, compare=False, repr=False)
 
     @classmethod
     def for_facts(
@@ -178,7 +183,7 @@ class TextMeter:
         """`measure` and the steps whose calls ``text`` shows (`FactScanner.scan_records`)."""
         hit = self.memo.get(text)
         if hit is None:
-            if len(self.memo) >= self.MEMO_LIMIT:
+            if len(self.memo) >= self.memo_limit:
                 self.memo.clear()
             scanner = self.scanner
             hit = (self.tokenizer.count(text), scanner.scan(text), scanner.scan_decoys(text),
@@ -253,9 +258,11 @@ class Message:
         if role not in ("user", "assistant"):
             raise ValueError(f"role must be 'user' or 'assistant', got {role!r}")
         blocks = tuple(blocks)
-        for block in blocks:
-            if not isinstance(block, Text | ToolUse | ToolResult):
-                raise TypeError(f"not a message block: {block!r}")
+        # Each item read as an object: compiled (setup.py), a loop over Blocks would refuse a non-block with
+        # the compiler's own message before this one.
+        for item in cast(tuple[object, ...], blocks):
+            if not isinstance(item, Text | ToolUse | ToolResult):
+                raise TypeError(f"not a message block: {item!r}")
         if kind is None:
             kind = _derived_kind(role, blocks)
         elif kind not in KINDS:
@@ -458,3 +465,7 @@ def to_converse(message: Message) -> dict[str, Any]:
     if custom:
         d["metadata"] = {"custom": custom}
     return d
+
+
+# Compiled (setup.py), a frozen dataclass cannot restore itself from a pickle: see `harness.build`.
+pickle_frozen_by_fields(globals())

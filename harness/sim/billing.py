@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
+from harness.build import pickle_frozen_by_fields
 from harness.core.crn import z
 from harness.core.messages import Message
 from harness.sim.clock import SimClock
@@ -17,6 +20,7 @@ from harness.sim.profiles import Profile
 __all__ = ["Billing", "ModelCall", "PromptCache"]
 
 
+@mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
 class PromptCache:
     """One cache stream (docs/model.md 6.2): the longest unchanged prefix of the previous prompt,
     counted only above the minimum size and within the TTL; every large prompt writes the rest."""
@@ -132,3 +136,7 @@ class Billing:
             noise=round(call.noise, 6), model_s=round(seconds, 6), clock_s=round(self.clock.now, 6), cost_usd=cost,
             tokens_freed=call.tokens_freed, trace=json.dumps(list(call.trace), sort_keys=True, separators=(",", ":")),
         ))
+
+
+# Compiled (setup.py), a frozen dataclass cannot restore itself from a pickle: see `harness.build`.
+pickle_frozen_by_fields(globals())

@@ -15,6 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
+from mypy_extensions import mypyc_attr
+
+from harness.build import pickle_frozen_by_fields
 from harness.core.context import Window
 from harness.core.messages import Message
 from harness.core.tables import EVENT_ROW_KEY
@@ -119,6 +122,7 @@ def _parts(messages: Iterable[Message]) -> list[int]:
     return totals
 
 
+@mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
 class EventLog:
     """The events of one session replay, in the order they happened, each row the values of
     `EVENT_COLUMNS` (``EventRecord(*row)`` reads one). The kernel sets ``turn`` as each turn starts and
@@ -235,3 +239,7 @@ class EventLog:
         row[_AT["cause"]] = "compaction" if dropped >= 0 else "output_cap" if cut else "handover" if handover \
             else "unseen"
         row[_AT["dropped_seq"]] = dropped
+
+
+# Compiled (setup.py), a frozen dataclass cannot restore itself from a pickle: see `harness.build`.
+pickle_frozen_by_fields(globals())

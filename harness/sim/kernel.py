@@ -41,29 +41,20 @@ both). Give that key only to whom you would let run code in your process.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import hmac
-import io
+import functools
 import json
 import operator
-import os
-import pickle
-import secrets
-import stat
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, overload
 
-import harness
-from harness.core.context import Context, ContextOverflow, Window
+from mypy_extensions import mypyc_attr
+
+from harness.core.context import Context, ContextOverflow
 from harness.core.crn import u
-from harness.core.files import StagedFile
-from harness.core.messages import FactScanner, Message, Text, TextMeter, ToolResult, ToolUse, block_text
+from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse, block_text
 from harness.core.switches import Switches
-from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS, default_tokenizer
+from harness.core.tokens import MESSAGE_OVERHEAD_TOKENS
 from harness.core.tools import CATALOGUE, ContractError, registry_for
 from harness.sim.agent import AgentState
 from harness.sim.billing import Billing, ModelCall, PromptCache
@@ -83,6 +74,15 @@ from harness.sim.metrics import (
 from harness.sim.model import Decision, Mechanisms, MockModel, Pointer, concrete_args
 from harness.sim.profiles import Profile
 from harness.sim.profiles import profile as builtin_profile
+from harness.sim.replay_state import (
+    REPLAY_STATE_FORMAT,
+    STATE_KEY_ENV,
+    ReplayStateError,
+    restored_state,
+    saved_state,
+    state_key,
+    state_key_path,
+)
 from harness.sim.throttling import Throttle, Throttled
 from harness.sim.tool_player import ToolOutcome, ToolPlayer
 from harness.sim.view import Plan, Reader
@@ -117,22 +117,39 @@ def clone(strategy: ContextStrategy) -> ContextStrategy:
     return type(strategy)(strategy.params)
 
 
-#: The last script measured and its meter: a worker replays one script under every variant in a row,
-#: so the variants after the first find its texts already counted and scanned (`TextMeter.measure`).
-_last_meter: tuple[SessionScript, bool, TextMeter] | None = None
+@dataclass(frozen=True, slots=True)
+class ScriptParts:
+    """What every replay of one script needs and no strategy changes: its meter (each text counted and
+    scanned once), the agent's plan and the reader of fact values. Built once per script: a worker replays
+    one script under every variant in a row, and the variants after the first reuse them."""
+
+    script: SessionScript
+    forms: bool
+    meter: TextMeter
+    plan: Plan
+    reader: Reader
 
 
-def meter_of(script: SessionScript, *, forms: bool = True) -> TextMeter:
-    """The meter of ``script``'s facts (their values and declared forms), decoys and step calls, shared
-    by consecutive replays of the same script. ``forms=False`` scans values only (the ablation of
-    docs/model.md v3 change 6)."""
-    global _last_meter
-    if _last_meter is None or _last_meter[0] is not script or _last_meter[1] != forms:
+#: The parts of the last script replayed.
+_last_parts: ScriptParts | None = None
+
+
+def parts_of(script: SessionScript, *, forms: bool = True) -> ScriptParts:
+    """The parts of ``script``, shared by consecutive replays of the same script. The meter holds the
+    script's facts (their values and declared forms), decoys and step calls; ``forms=False`` scans values
+    only (the ablation of docs/model.md v3 change 6)."""
+    global _last_parts
+    if _last_parts is None or _last_parts.script is not script or _last_parts.forms != forms:
         decoys = [d for ds in script.decoys.values() for d in ds]
         declared = {key: fact.forms for key, fact in script.facts.items() if fact.forms} if forms else None
         meter = TextMeter.for_facts(script.fact_values(), decoys=decoys, forms=declared, calls=step_calls(script))
-        _last_meter = (script, forms, meter)
-    return _last_meter[2]
+        _last_parts = ScriptParts(script, forms, meter, Plan.of(script), Reader(script))
+    return _last_parts
+
+
+def meter_of(script: SessionScript, *, forms: bool = True) -> TextMeter:
+    """The meter of ``script`` (`parts_of`)."""
+    return parts_of(script, forms=forms).meter
 
 
 def step_calls(script: SessionScript) -> dict[str, str]:
@@ -150,6 +167,7 @@ def step_calls(script: SessionScript) -> dict[str, str]:
     return out
 
 
+@mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
 class Replay:
     """One session under one strategy. Use `replay`.
 
@@ -172,7 +190,8 @@ class Replay:
         self.session_index = session_index
         self.label = strategy_label or strategy.name
         self.seed = script.seed
-        self.meter = meter_of(script, forms=forms)
+        parts = parts_of(script, forms=forms)
+        self.meter = parts.meter
         self.truth = script.fact_values()
         self.mechanisms = mechanisms or Mechanisms()
         #: The agent's memory files (None: memory off) and what the session loaded of them.
@@ -182,7 +201,7 @@ class Replay:
         # The memory block is part of the system prompt: its tokens are in every call's prompt.
         self.system_tokens = script.system_prompt_tokens + (
             self.meter.tokenizer.count(self.loaded.text) if self.loaded.text else 0)
-        self.model = MockModel(Plan.of(script), Reader(script), profile, seed=script.seed,
+        self.model = MockModel(parts.plan, parts.reader, profile, seed=script.seed,
                                system_tokens=self.system_tokens, tokenizer=self.meter.tokenizer,
                                mechanisms=self.mechanisms)
         durable = {key for key, fact in script.facts.items() if fact.durable}
@@ -373,15 +392,17 @@ class Replay:
         """The whole state of the session as it stands between turns (see the module's docstring), signed
         with ``key`` (default: this user's key, `state_key`); `restore` reads it back, in any process
         running the same ctxbench version that has the same key."""
-        return _saved_state(self, key)
+        return saved_state(self, key)
 
     @classmethod
-    def restore(cls, data: bytes, key: bytes | str | None = None) -> Replay:
+    def restore(cls, data: object, key: bytes | str | None = None) -> Replay:
+        # ``data: object``: anything but bytes is refused in one line (compiled, a ``bytes`` annotation would
+        # refuse it with the compiler's TypeError first).
         """The replay `save` wrote into ``data``, ready to `run` on from where it stopped.
         ReplayStateError (one line) for bytes that are not such a state, are damaged, were written by
         another state format or ctxbench version, or were not signed with ``key`` (default: this user's
         key, `state_key`). The signature is checked before a byte of the state is unpickled."""
-        return _restored_state(cls, data, key)
+        return restored_state(cls, data, key)
 
     # One turn (docs/model.md 2.3) ---------------------------------------------------------------------
     def _turn(self, agent: AgentState) -> bool:
@@ -441,7 +462,8 @@ class Replay:
     def _fit(self, agent: AgentState) -> int:
         """Reduce until the prompt and the output reserve fit the window (`AgentWindow.fit`, docs/model.md
         5); a strategy that cannot reduce ends the session. Returns the prompt's tokens."""
-        prompt = agent.window.fit(lambda run, *args: self._hook(agent, "reduce", run, *args))
+        # A partial, not a lambda: mypyc (setup.py) cannot compile a closure in a method of this class.
+        prompt = agent.window.fit(functools.partial(self._hook, agent, "reduce"))
         if prompt is None:
             raise SessionEnded("overflow")
         return prompt
@@ -666,6 +688,7 @@ class Replay:
         self.loop_events.append(event)
 
 
+@mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
 class _SummarizerSeam:
     """The summarizer of one agent's context: `Replay._summarize` for that agent. A small class rather
     than a closure, so that a saved replay pickles it (the agent is set once it exists: it holds the
@@ -688,233 +711,16 @@ class _SummarizerSeam:
         self.replay, self.agent = state
 
 
-# Replay state (`Replay.save`, `Replay.restore`) ------------------------------------------------------------
-
-#: The layout of saved replay state; bump it whenever what `Replay.save` writes changes shape (2: signed;
-#: 3: each agent's window state in an `AgentWindow`).
-REPLAY_STATE_FORMAT = 3
-_STATE_MAGIC = b"ctxbench replay state\n"
 #: Where the session stands: not begun, an agent on its steps, the last agent at its final answer, ended.
 Phase = Literal["start", "steps", "final", "done"]
-
-
-class ReplayStateError(ValueError):
-    """Saved replay state that cannot be saved or restored; ``str()`` is one line saying why."""
-
-
-def _saved_state(replay: Replay, key: bytes | str | None) -> bytes:
-    """`Replay.save`: the header (format, version, checksum, signature), then the pickled replay."""
-    secret = _key_bytes(key) if key is not None else state_key()
-    buffer = io.BytesIO()
-    try:
-        _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(replay)
-    except (pickle.PicklingError, TypeError, AttributeError) as e:
-        raise ReplayStateError(f"replay state cannot be saved: {_one_line(e)}") from e
-    payload = buffer.getvalue()
-    header = json.dumps({"format": REPLAY_STATE_FORMAT, "ctxbench": harness.__version__,
-                         "sha256": hashlib.sha256(payload).hexdigest(),
-                         "hmac_sha256": _signature(secret, REPLAY_STATE_FORMAT, harness.__version__, payload)},
-                        sort_keys=True)
-    return _STATE_MAGIC + header.encode() + b"\n" + payload
-
-
-def _restored_state(cls: type[Replay], data: bytes, key: bytes | str | None) -> Replay:
-    """`Replay.restore`: the replay in ``data``, unpickled only once `_signed_payload` has checked it."""
-    payload = _signed_payload(data, key)
-    try:
-        replayer = pickle.loads(payload)
-    except Exception as e:  # checked bytes that still fail: a class changed without a version bump
-        raise ReplayStateError(f"replay state cannot be loaded: {_one_line(e)}") from e
-    if not isinstance(replayer, cls):
-        raise ReplayStateError(f"replay state holds a {type(replayer).__name__}, not a {cls.__name__}")
-    # The model keeps refused stubs by id (the message kept alive with it): ids are per process.
-    dead = replayer.model.dead_stubs
-    replayer.model.dead_stubs = {id(m): m for m in dead.values()}
-    return replayer
-
-
-def _signed_payload(data: bytes, key: bytes | str | None) -> bytes:
-    """The pickled replay in ``data``, once its header, checksum and signature under ``key`` all hold."""
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise ReplayStateError(f"replay state must be bytes, not {type(data).__name__}")
-    data = bytes(data)
-    if not data.startswith(_STATE_MAGIC):
-        raise ReplayStateError("not a ctxbench replay state (it does not start with the state's header)")
-    line, newline, payload = data[len(_STATE_MAGIC):].partition(b"\n")
-    try:
-        header = json.loads(line)
-        fmt, version, digest = header["format"], header["ctxbench"], header["sha256"]
-    except (ValueError, TypeError, KeyError):
-        raise ReplayStateError("replay state is damaged: its header is not readable") from None
-    if fmt != REPLAY_STATE_FORMAT or version != harness.__version__:
-        raise ReplayStateError(
-            f"replay state was saved by ctxbench {version} (state format {fmt}); this is ctxbench "
-            f"{harness.__version__} (state format {REPLAY_STATE_FORMAT}): replay the session again")
-    if not newline or not isinstance(digest, str) or hashlib.sha256(payload).hexdigest() != digest:
-        raise ReplayStateError("replay state is damaged: its bytes do not match their checksum")
-    # The checksum above is carried by the bytes themselves; only the key's signature says that this
-    # user's ctxbench wrote them. Nothing is unpickled before it matches.
-    secret = _key_bytes(key) if key is not None else state_key()
-    signature = header.get("hmac_sha256")
-    if not isinstance(signature, str) or not hmac.compare_digest(
-            signature.encode("utf-8", "replace"), _signature(secret, fmt, version, payload).encode()):
-        raise ReplayStateError(
-            "replay state is not signed with " + ("the key given" if key is not None else "this user's key")
-            + ": it was saved with another key (another user or machine: restore it with that key, "
-            "Replay.restore(data, key=...) or CTXBENCH_STATE_KEY) or it was changed since; it is not loaded")
-    return payload
-
-
-#: The variable whose text, when set, is the key replay state is signed with (instead of the key file).
-STATE_KEY_ENV = "CTXBENCH_STATE_KEY"
-#: The key file's name, in ``$XDG_STATE_HOME/ctxbench/`` (default ``~/.local/state/ctxbench/``).
-STATE_KEY_FILE = "replay-state.key"
-#: Random bytes of a new key (written as hex), and the fewest a key file or a given key may hold.
-_KEY_BYTES = 32
-_MIN_KEY_LENGTH = 16
-
-
-def state_key_path() -> Path:
-    """Where this user's replay-state key is kept: ``$XDG_STATE_HOME/ctxbench/replay-state.key``, or
-    ``~/.local/state/ctxbench/replay-state.key`` when the variable is unset or not an absolute path (as
-    the XDG Base Directory specification says)."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    if base and os.path.isabs(base):
-        return Path(base) / "ctxbench" / STATE_KEY_FILE
-    try:
-        home = Path.home()
-    except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
-        raise ReplayStateError(f"replay state key: no home directory to keep it in; set {STATE_KEY_ENV} or "
-                               "XDG_STATE_HOME, or pass key=") from None
-    return home / ".local" / "state" / "ctxbench" / STATE_KEY_FILE
-
-
-def state_key() -> bytes:
-    """The key replay state is signed with: ``$CTXBENCH_STATE_KEY`` when set, else this user's key file
-    (`state_key_path`), made on first use with 32 random bytes, readable by this user only (0600).
-    ReplayStateError (one line naming the file) when the file cannot be read or made, or when it is not
-    a regular file of this user's that only this user can read (another user could sign state with it)."""
-    given = os.environ.get(STATE_KEY_ENV)
-    if given:
-        return _key_bytes(given, source=STATE_KEY_ENV)
-    path = state_key_path()
-    key = _read_key_file(path)
-    return key if key is not None else _make_key_file(path)
-
-
-def _key_bytes(key: bytes | str, *, source: str = "key") -> bytes:
-    secret = key.encode() if isinstance(key, str) else bytes(key)
-    if len(secret.strip()) < _MIN_KEY_LENGTH:
-        raise ReplayStateError(f"replay state {source}: a key of at least {_MIN_KEY_LENGTH} bytes is needed "
-                               f"(got {len(secret.strip())})")
-    return secret.strip()
-
-
-def _signature(key: bytes, fmt: object, version: object, payload: bytes) -> str:
-    """The HMAC-SHA256 of the state's format, version and payload under ``key``, in hex."""
-    signed = hmac.new(key, json.dumps([fmt, version]).encode() + b"\n", hashlib.sha256)
-    signed.update(payload)
-    return signed.hexdigest()
-
-
-def _read_key_file(path: Path) -> bytes | None:
-    """The key in ``path``; None when there is no such file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as e:  # a link (O_NOFOLLOW), a folder on the way that is a file, a permission
-        raise ReplayStateError(f"replay state key {path}: cannot be read ({e.strerror or e}); remove it or set "
-                               f"{STATE_KEY_ENV}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ReplayStateError(f"replay state key {path}: not a regular file; remove it or set {STATE_KEY_ENV}")
-        if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o077):
-            raise ReplayStateError(f"replay state key {path}: must belong to this user and be readable by nobody "
-                                   f"else (mode 0600), or anyone who can read it could make state that runs code "
-                                   f"here; chmod 600 it, or remove it")
-        data = os.read(fd, 4096)
-    except OSError as e:
-        raise ReplayStateError(f"replay state key {path}: cannot be read ({e.strerror or e})") from None
-    finally:
-        os.close(fd)
-    if len(data.strip()) < _MIN_KEY_LENGTH:
-        raise ReplayStateError(f"replay state key {path}: damaged (too short); remove it (state saved with it "
-                               "can then not be restored)")
-    return data.strip()
-
-
-def _make_key_file(path: Path) -> bytes:
-    """Make ``path`` with a new random key, unless another process made it meanwhile; the key it holds."""
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        staged = StagedFile(path, mode=0o600)
-        try:
-            with os.fdopen(staged.create(), "wb") as f:
-                f.write(secrets.token_hex(_KEY_BYTES).encode() + b"\n")
-                f.flush()
-                os.fsync(f.fileno())
-            assert staged.path is not None
-            # A link, not a rename: a key another process put there first is never replaced (state it
-            # signed would no longer restore).
-            with contextlib.suppress(FileExistsError):
-                os.link(staged.path, path)
-        finally:
-            staged.discard()
-    except OSError as e:
-        raise ReplayStateError(f"replay state key {path}: cannot be made ({e.strerror or e}); set "
-                               f"{STATE_KEY_ENV} or XDG_STATE_HOME, or pass key=") from None
-    key = _read_key_file(path)
-    if key is None:
-        raise ReplayStateError(f"replay state key {path}: vanished as it was made")
-    return key
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-class _StatePickler(pickle.Pickler):
-    """Pickles a replay with what is process-local left out: a window is saved as its messages and
-    totals (the list subclass cannot be rebuilt by appending to it before its totals exist), a meter as
-    its fact scanner (no tokenizer, no memo of measured texts), the default tokenizer as a reference
-    to this process's default tokenizer."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        kind = type(obj)
-        if kind is Window:
-            return _window, (list(obj), obj._touched, obj.tokens, obj.raw_tokens, obj.fact_counts, obj.step_kinds)
-        if kind is TextMeter:
-            if obj.tokenizer is not default_tokenizer():
-                raise pickle.PicklingError("a message was measured with a tokenizer other than the default one")
-            return _meter, (obj.scanner,)
-        if obj is default_tokenizer():
-            return default_tokenizer, ()
-        return NotImplemented
-
-
-def _window(messages: list[Message], touched: int | None, tokens: int, raw_tokens: int, fact_counts: Counter[str],
-            step_kinds: Counter[tuple[str, str, str]]) -> Window:
-    """A saved window as it was: its messages and running totals as saved, not recounted."""
-    window = Window.__new__(Window)
-    list.extend(window, messages)
-    window._touched = touched
-    window.tokens, window.raw_tokens = tokens, raw_tokens
-    window.fact_counts, window.step_kinds = fact_counts, step_kinds
-    return window
-
-
-def _meter(scanner: FactScanner) -> TextMeter:
-    """A saved meter with this process's default tokenizer."""
-    return TextMeter(default_tokenizer(), scanner)
 
 
 def replay(script: SessionScript, strategy: ContextStrategy | str, profile: Profile | str = "frontier", *,
            switches: Switches | None = None, scenario: str | None = None, session_index: int = 0,
            strategy_label: str | None = None, events: bool = False, memory: MemoryStore | None = None,
-           p_write: float = 0.0, mechanisms: Mechanisms | None = None, forms: bool = True,
+           # `float | int`, not `float`: mypyc (setup.py) cannot write the signature of a keyword-only float with
+           # a default beside **kwargs; the two annotations accept the same values.
+           p_write: float | int = 0.0, mechanisms: Mechanisms | None = None, forms: bool = True,
            **switch_overrides: Any) -> SessionResult:
     """Replay ``script`` under ``strategy`` (an instance, cloned per agent, or a registered name);
     ``events`` also records the per-turn event log (`SessionResult.event_rows`); ``memory`` (None: off)

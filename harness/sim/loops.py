@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.build import pickle_frozen_by_fields
+
 EventKind = Literal["message", "action", "observation", "error", "condensation"]
 Source = Literal["user", "agent", "environment"]
 #: Events considered (the last 20, then only those after the last user message).
@@ -131,3 +133,7 @@ class StuckDetector:
                 break
             count += 1
         return count
+
+
+# Compiled (setup.py), a frozen dataclass cannot restore itself from a pickle: see `harness.build`.
+pickle_frozen_by_fields(globals())

@@ -16,6 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mypy_extensions import mypyc_attr
+
+from harness.build import pickle_frozen_by_fields
 from harness.core.context import Context
 from harness.core.crn import u
 from harness.core.messages import KINDS, ErrorInfo, Message, Text, ToolUse, parse_error
@@ -167,6 +170,7 @@ def name_variant(tool: str, *, mixed_conventions: bool) -> str | None:
     return None
 
 
+@mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
 class MockModel:
     """The policy of docs/model.md 2 and the summarizer of section 4, for one session.
 
@@ -655,3 +659,7 @@ __all__ = [
     "literal_value",
     "name_variant",
 ]
+
+
+# Compiled (setup.py), a frozen dataclass cannot restore itself from a pickle: see `harness.build`.
+pickle_frozen_by_fields(globals())

@@ -21,6 +21,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from mypy_extensions import mypyc_attr
+
+from harness.build import pickle_frozen_by_fields
 from harness.core.crn import z
 from harness.core.switches import Switches
 from harness.core.tools import (
@@ -65,6 +68,7 @@ class ToolOutcome:
     completes: bool = False
 
 
+@mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
 class ToolPlayer:
     """Plays the tools of one session replay."""
 
@@ -262,3 +266,7 @@ def _crash_text(call: ToolCall, error: ContractError) -> str:
         return f"Error: KeyError '{error.field}'"
     value = call.args.get(error.field.split(".")[0])
     return f"Error: invalid value {value!r} for '{error.field}'"
+
+
+# Compiled (setup.py), a frozen dataclass cannot restore itself from a pickle: see `harness.build`.
+pickle_frozen_by_fields(globals())

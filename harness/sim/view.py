@@ -24,6 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
+from harness.build import pickle_frozen_by_fields
 from harness.core.context import Window
 from harness.core.messages import Message, ToolUse, block_text
 from harness.core.stubs import CALL_PREFIX, parse_stub
@@ -131,8 +134,9 @@ class Plan:
 
     @classmethod
     def of(cls, script: SessionScript) -> Plan:
+        values = script.fact_values()
         return cls(
-            steps=tuple(_plan_step(step, script.fact_values()) for step in script.steps),
+            steps=tuple(_plan_step(step, values) for step in script.steps),
             final_facts=tuple(script.final_facts),
             lookups=dict(script.lookups()),
             shapes=dict({key: fact.value.rsplit("-", 1)[0] if "-" in fact.value else key
@@ -159,6 +163,7 @@ class Plan:
         return step_id
 
 
+@mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
 class Reader:
     """Reads fact values out of messages that hold them (see the module docstring)."""
 
@@ -283,3 +288,7 @@ class ContextView:
                     if stub is not None:
                         return stub.handle
         return None
+
+
+# Compiled (setup.py), a frozen dataclass cannot restore itself from a pickle: see `harness.build`.
+pickle_frozen_by_fields(globals())

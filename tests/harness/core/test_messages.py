@@ -9,6 +9,7 @@ import json
 import pytest
 
 from harness.core.messages import (
+    MEMO_LIMIT,
     ErrorInfo,
     Message,
     Text,
@@ -391,19 +392,27 @@ def test_a_meter_measures_each_text_once_and_the_same_as_counting_and_scanning_i
     assert first == (count_tokens(text), meter.scanner.scan(text), meter.scanner.scan_decoys(text))
     assert meter.measure_all(text)[:3] == first
     assert first[1] and first[2]
-    assert meter.measure_all(text) is meter.measure_all(text)  # remembered, not measured again
+    # Remembered, not measured again: the second call asks the tokenizer nothing.
+    counted: list[str] = []
+
+    class Counting:
+        name = meter.tokenizer.name
+
+        def count(self, text: str) -> int:
+            counted.append(text)
+            return count_tokens(text)
+
+    watched = TextMeter(Counting(), meter.scanner)
+    assert watched.measure_all(text) == watched.measure_all(text) and counted == [text]
     message = Message.build("user", [Text(text)], meter=meter)
     assert message.tokens == MESSAGE_OVERHEAD_TOKENS + first[0]
     assert message.facts == first[1] and message.decoys == first[2]
 
 
 def test_a_meters_memory_is_bounded() -> None:
-    meter = TextMeter.for_facts(FACTS)
-    limit = TextMeter.MEMO_LIMIT
-    try:
-        TextMeter.MEMO_LIMIT = 3  # type: ignore[misc]
-        for i in range(7):
-            assert meter.measure(f"text {i}")[0] == count_tokens(f"text {i}")
-            assert len(meter.memo) <= 3
-    finally:
-        TextMeter.MEMO_LIMIT = limit  # type: ignore[misc]
+    default = TextMeter.for_facts(FACTS)
+    assert default.memo_limit == MEMO_LIMIT
+    meter = TextMeter(default.tokenizer, default.scanner, memo_limit=3)
+    for i in range(7):
+        assert meter.measure(f"text {i}")[0] == count_tokens(f"text {i}")
+        assert len(meter.memo) <= 3

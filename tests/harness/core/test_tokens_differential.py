@@ -192,7 +192,7 @@ def test_default_is_gigatoken_under_the_encodings_name() -> None:
     # The counts are the encoding's whichever library computes them.
     assert tok.name == DEFAULT_ENCODING == TiktokenTokenizer().name
     assert tok.backend == "gigatoken"
-    assert TiktokenTokenizer.backend == "tiktoken"
+    assert TiktokenTokenizer().backend == "tiktoken"
 
 
 def test_default_falls_back_to_tiktoken_without_gigatoken(monkeypatch: pytest.MonkeyPatch) -> None:
