@@ -15,29 +15,37 @@ from pathlib import Path
 from typing import Any
 
 import harness
+from harness import build
 from harness.cli.errors import UsageError
 from harness.cli.flags import Subparsers, add_command
 
-#: (P1's sessions, P2's sessions per scenario, P3's N, P6's session rows, P4's two sizes of the tables).
-SIZES = {"full": (400, 4, 200, 30_000, (3_000, 9_000)), "quick": (80, 1, 60, 3_000, (2_000, 4_000))}
+#: (P1's sessions, P2's sessions per scenario, P3's N, P6's session rows, P4's two sizes of the tables,
+#: P7's recorded sessions and the distinct trace files they repeat).
+SIZES = {"full": (400, 4, 200, 30_000, (3_000, 9_000), (10_000, 500)),
+         "quick": (80, 1, 60, 3_000, (2_000, 4_000), (500, 100))}
 
 
 def add_parser(subparsers: Subparsers) -> None:
     """Declare ``ctxbench bench``."""
     bench = add_command(
         subparsers, "bench", handle,
-        help="measure the speed goals (replays/s, tokenization floor, linearity, memory, strands, report)",
-        description="Measure the simulator's speed goals P1-P6 on this machine and print one table: replays per "
+        help="measure the speed goals (replays/s, tokenization floor, linearity, memory, strands, report, "
+             "accounting replays/s)",
+        description="Measure the simulator's speed goals P1-P7 on this machine and print one table: replays per "
                     "second of the default mix (P1), replay cost over its tokenization floor (P2), 2N-turn over "
                     "N-turn sessions per strategy (P3), the run's peak memory extrapolated to 100,000 sessions (P4), "
-                    "strategy operations against strands' managers (P5, when strands-agents is installed) and the "
-                    "report of 30,000 session rows (P6). Writes only to a temporary directory. On an idle 2-core "
-                    "machine it took about 3 minutes, --quick about a minute (see README, Speed). Exit 0; 2 on a "
-                    "usage or config error.")
+                    "strategy operations against strands' managers (P5, when strands-agents is installed), the "
+                    "report of 30,000 session rows (P6) and the accounting replay (ctxbench replay) of 10,000 "
+                    "synthetic recorded sessions of about 60 calls under every strategy, against P1's rate (P7). "
+                    "Writes only to a temporary directory. On an idle 2-core "
+                    "machine P1-P6 took about 3 minutes, --quick about a minute (see README, Speed); P7's 100,000 "
+                    "session-replays took 11 minutes more on 2 cores shared with other jobs, half a minute with "
+                    "--quick. Exit 0; 2 on a usage or config error.")
     bench.add_argument("--quick", action="store_true", help="smaller sizes: a check that it all works, noisier figures")
-    bench.add_argument("--jobs", type=int, default=0, help="worker processes for P1 and P4 (default: one per CPU)")
+    bench.add_argument("--jobs", type=int, default=0, help="worker processes for P1, P4 and P7 (default: one per CPU)")
     bench.add_argument("--config", default=None,
-                       help="the run config of P1, P2 and P4 (default: examples/default.toml)")
+                       help="the run config of P1, P2 and P4, and the strategies and profile of P7 "
+                            "(default: examples/default.toml)")
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON instead of the table")
 
 
@@ -53,7 +61,7 @@ def handle(args: argparse.Namespace) -> int:
         config = load_config(config_path)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    large, p2_sessions, n, report_rows, tables = SIZES["quick" if args.quick else "full"]
+    large, p2_sessions, n, report_rows, tables, (recorded, distinct) = SIZES["quick" if args.quick else "full"]
     goals: list[speed.SpeedGoal] = []
     started = time.perf_counter()
 
@@ -71,7 +79,7 @@ def handle(args: argparse.Namespace) -> int:
             goal, results["large"] = speed.replay_rate(config_path, large, args.jobs, root / "large")
             return goal
 
-        step(f"P1 replays per second: a run of {large} sessions", p1)
+        simulated = step(f"P1 replays per second: a run of {large} sessions", p1)
         step(f"P2 tokenization floor: sessions per scenario: {p2_sessions}, serially", lambda: speed.tokenization_floor(
             config, p2_sessions))
         step(f"P3 linearity: every strategy at {n} and {2 * n} tool steps", lambda: speed.linearity(n))
@@ -83,6 +91,9 @@ def handle(args: argparse.Namespace) -> int:
         step("P5 strategy operations against strands' managers", speed.strands_operations)
         step(f"P6 the report of {report_rows:,} session rows", lambda: _report_goal(root / "large", root / "tiled",
                                                                                    report_rows))
+        step(f"P7 accounting replays per second: {recorded:,} recorded sessions ({distinct} distinct traces)",
+             lambda: speed.accounting_rate(config_path, recorded, distinct, args.jobs, root / "accounting",
+                                           simulated.values["replays_per_s"]))
     total = time.perf_counter() - started
     if args.json:
         print(json.dumps({"machine": _machine(), "seconds": total,
@@ -108,15 +119,16 @@ def _report_goal(source: Path, target: Path, rows: int) -> Any:
 
 
 def _machine() -> dict[str, Any]:
+    # Which build ran (compiled or the Python sources, and why): the rates depend on it, the tables never do.
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "ctxbench": harness.__version__}
+            "ctxbench": harness.__version__, "build": build.current().describe()}
 
 
 def table(goals: list[Any], seconds: float) -> str:
     """The goals as an aligned table, then how each was measured."""
     machine = _machine()
-    head = (f"ctxbench bench: {machine['cpus']} CPUs, Python {machine['python']}, ctxbench {machine['ctxbench']}, "
-            f"measured in {seconds:.0f} s")
+    head = (f"ctxbench bench: {machine['cpus']} CPUs, Python {machine['python']}, ctxbench {machine['ctxbench']} "
+            f"{machine['build']}, measured in {seconds:.0f} s")
     rows = [("goal", "target", "measured", "met")] + [
         (g.name, g.target, g.measured, {True: "yes", False: "no", None: "-"}[g.met]) for g in goals]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

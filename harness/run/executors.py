@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = ["EXECUTORS", "Work", "check_executor", "check_scheduler"]
 
 #: A worker function: one batch's task in, its rows out. Module level, so that it pickles by reference.
 Work = Callable[[Any], BatchResult]
+_NO_TASK = object()
 
 #: Batches in flight per worker on the process pool. Two keeps every worker busy while the parent
 #: writes a finished batch (one running, one queued); more would only add work that an interrupt
@@ -79,12 +80,12 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _serial(work: Work, tasks: Sequence[Any], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
+def _serial(work: Work, tasks: Iterable[Any], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
     for task in tasks:
         yield work(task)
 
 
-def _process(work: Work, tasks: Sequence[Any], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
+def _process(work: Work, tasks: Iterable[Any], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
     workers = jobs or os.cpu_count() or 1
     # A forked worker must not keep the run directory's lock alive if the parent is killed.
     context = multiprocessing.get_context()
@@ -94,10 +95,19 @@ def _process(work: Work, tasks: Sequence[Any], jobs: int, scheduler: str | None)
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(parent,),
                              mp_context=context) as pool:
         pending: set[Future[BatchResult]] = set()
-        queue = list(tasks)
-        while queue or pending:
-            while queue and len(pending) < IN_FLIGHT_PER_WORKER * workers:
-                pending.add(pool.submit(work, queue.pop(0)))
+        # Tasks are made as they are submitted, never all at once: a batch of recorded sessions carries its
+        # sessions pickled, and a run's worth of them would sit in the parent's memory.
+        queue = iter(tasks)
+        more = True
+        while more or pending:
+            while more and len(pending) < IN_FLIGHT_PER_WORKER * workers:
+                task = next(queue, _NO_TASK)
+                if task is _NO_TASK:
+                    more = False
+                else:
+                    pending.add(pool.submit(work, task))
+            if not pending:
+                break
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield future.result()
@@ -112,7 +122,7 @@ def check_executor(name: str) -> None:
             raise RunError("executor dask needs the optional extra: pip install 'ctxbench[dask]'") from None
 
 
-def _dask(work: Work, tasks: Sequence[Any], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
+def _dask(work: Work, tasks: Iterable[Any], jobs: int, scheduler: str | None) -> Iterator[BatchResult]:
     check_executor("dask")
     from distributed import Client, LocalCluster, as_completed
 
@@ -145,6 +155,6 @@ def check_scheduler(address: str) -> None:
 
 
 #: An executor: (worker function, tasks, jobs, scheduler address) -> results as batches finish.
-EXECUTORS: dict[str, Callable[[Work, Sequence[Any], int, str | None], Iterator[BatchResult]]] = {
+EXECUTORS: dict[str, Callable[[Work, Iterable[Any], int, str | None], Iterator[BatchResult]]] = {
     "serial": _serial, "process": _process, "dask": _dask,
 }

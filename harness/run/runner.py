@@ -66,7 +66,7 @@ def execute(plan: RunPlan, out_dir: Path, *, resume: bool = True, quiet: bool = 
                             enabled=not quiet and bool(todo), what="replays")
         sizes = {b.id: plan.replays(b) for b in todo}
         try:
-            for result in EXECUTORS[config.executor](plan.work, [plan.task(b) for b in todo], config.jobs,
+            for result in EXECUTORS[config.executor](plan.work, (plan.task(b) for b in todo), config.jobs,
                                                      config.scheduler):
                 directory.append(plan, result)
                 progress.advance(sizes[result.batch_id])

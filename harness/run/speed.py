@@ -17,6 +17,10 @@ alternation and keep each side's best, so that a burst of load from other proces
   installed: it is a test dependency).
 - P6 (the report of 30,000 session rows) is timed by the command itself, which may use the reports
   package; `tiled_run` makes its input here.
+- P7 accounting replay speed: recorded sessions (synthetic traces of ctxbench's own generator, a few
+  hundred distinct ones repeated) replayed under every strategy of the config as ``ctxbench replay``
+  replays them (planning, workers, parts, tables; no report), in session-replays per second, against
+  P1's rate.
 """
 
 from __future__ import annotations
@@ -46,8 +50,10 @@ from harness.sim.kernel import replay
 from harness.sim.profiles import profile
 
 __all__ = [
+    "ACCOUNTING_TRACES",
     "LINEARITY_PARAMS",
     "SpeedGoal",
+    "accounting_rate",
     "interleaved_best",
     "linearity",
     "peak_rss",
@@ -59,6 +65,7 @@ __all__ = [
     "tiled_batches",
     "tiled_run",
     "tokenization_floor",
+    "write_accounting_traces",
 ]
 
 T = TypeVar("T")
@@ -528,6 +535,104 @@ def tiled_run(source: Path, target: Path, session_rows: int) -> int:
     (target / CONFIG_FILE).write_bytes((source / CONFIG_FILE).read_bytes())
     manifest.model_copy(update={"run_id": target.name, "rows": rows, "sha256": checksums}).write(target)
     return rows[SESSIONS_TABLE]
+
+
+# P7: accounting replay speed -------------------------------------------------------------------------------
+
+#: P7's recorded sessions: (family, tool steps, trace format, seed) of `harness.run.fitting.write_synthetic_traces`
+#: (as tests/data/make_synthetic_traces.py writes them: generated scripts played by the mock model under
+#: ``unbounded``, no real user's data).
+ACCOUNTING_TRACES = ("k8s_crashloop", 60, "anthropic", 0)
+
+_GENERATE_CHILD = """
+import json, sys, time
+from pathlib import Path
+from harness.run.speed import write_accounting_traces
+started = time.perf_counter()
+written = write_accounting_traces(Path(sys.argv[1]), int(sys.argv[2]))
+print(json.dumps({"seconds": time.perf_counter() - started, "files": len(written)}))
+"""
+
+_ACCOUNTING_CHILD = """
+import dataclasses, json, resource, sys, time
+from pathlib import Path
+from harness.run.accounting import account_traces
+from harness.run.config import load_config
+from harness.run.traces import load_traces
+config_path, traces, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[5])
+sessions, jobs = int(sys.argv[3]), int(sys.argv[4])
+started = time.perf_counter()
+read = load_traces([traces])
+read_s = time.perf_counter() - started
+# The files' sessions in order, then again with "-copy<k>" on their ids, until there are `sessions`.
+tiled = [read[i % len(read)] if i < len(read) else dataclasses.replace(
+    read[i % len(read)], session_id=f"{read[i % len(read)].session_id}-copy{i // len(read)}") for i in range(sessions)]
+calls = [sum(1 for m in s.messages[1:] if m.role == "assistant") for s in tiled]
+config = load_config(config_path, jobs=jobs)  # as ctxbench replay --config takes it
+started = time.perf_counter()
+summary = account_traces(tiled, config, out, quiet=True)
+seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds, "read_s": read_s, "files": len(read), "sessions": summary.sessions,
+                  "strategies": len(summary.strategies), "rows": summary.rows,
+                  "recorded_calls": sum(calls), "calls_min": min(calls), "calls_max": max(calls),
+                  "distinct_ids": len({s.session_id for s in tiled}),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def write_accounting_traces(out: Path, n: int) -> list[Path]:
+    """P7's ``n`` distinct recorded sessions (`ACCOUNTING_TRACES`), one trace file each, into ``out``."""
+    from harness.run.fitting import write_synthetic_traces
+
+    family, turns, fmt, seed = ACCOUNTING_TRACES
+    return write_synthetic_traces(out, n, fmt, scenario=family, seed=seed, turns=turns)
+
+
+def _child_json(script: str, *args: object) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the measuring process failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def accounting_rate(config_path: Path, sessions: int, distinct: int, jobs: int, scratch: Path,
+                    simulated_rate: float) -> SpeedGoal:
+    """P7: session-replays per second (sessions x strategies / seconds) of an accounting replay of
+    ``sessions`` recorded sessions under every strategy of ``config_path``, against ``simulated_rate``
+    (P1's replays per second): met when accounting is no slower than simulating (the issue sets no
+    number; on 2 cores shared with other jobs, 10,000 sessions ran at 151/s against P1's 38/s, 3.9x).
+
+    ``distinct`` trace files are written first (`write_accounting_traces`, untimed, in a child process),
+    then a fresh process reads them (timed apart), repeats them to ``sessions`` sessions with distinct
+    ids and times `harness.run.accounting.account_traces` on them: what ``ctxbench replay --config`` does
+    after reading its traces (the plan with its content hash, the workers on ``jobs``, the parts, the
+    tables; no report). The repeats share their messages, so that process holds ``distinct`` sessions'
+    messages, not ``sessions``'."""
+    sessions, distinct = max(1, sessions), max(1, min(distinct, sessions))
+    traces = scratch / "traces"
+    made = _child_json(_GENERATE_CHILD, traces, distinct)
+    result = _child_json(_ACCOUNTING_CHILD, config_path, traces, sessions, jobs, scratch / "out")
+    replays = result["rows"]["sessions.parquet"]
+    rate = replays / result["seconds"]
+    ratio = rate / simulated_rate if simulated_rate > 0 else math.nan
+    mean_calls = result["recorded_calls"] / result["sessions"]
+    workers = jobs or os.cpu_count() or 1
+    family, turns, fmt, _ = ACCOUNTING_TRACES
+    how = (f"ctxbench replay --config {config_path.name} (no report) of {result['sessions']:,} recorded sessions "
+           f"({distinct:,} distinct synthetic {family} traces of {turns} tool steps in {fmt} format, written "
+           f"untimed in {made['seconds']:.0f} s, repeated with distinct session ids; {mean_calls:.1f} model calls "
+           f"per session, {result['calls_min']}-{result['calls_max']}) x {result['strategies']} strategies on "
+           f"{workers} workers in a child process: {replays:,} session-replays in {result['seconds']:.1f} s "
+           f"(planning, workers, parts, tables; reading the {result['files']:,} files, {result['read_s']:.1f} s, "
+           f"not included), {rate:,.0f}/s, {ratio:.2f}x P1's {simulated_rate:,.0f}/s; the workers' parent "
+           f"peaked at {result['peak_rss_mb']:,.0f} MB")
+    return SpeedGoal("P7 accounting replays per second", ">= P1's rate", f"{rate:,.0f}/s, {ratio:.2f}x P1's",
+                     rate >= simulated_rate if simulated_rate > 0 else None, how,
+                     {"replays_per_s": rate, "ratio_to_p1": ratio, "p1_replays_per_s": simulated_rate,
+                      "workers": workers, "distinct_traces": distinct, "generate_s": made["seconds"],
+                      "mean_calls": mean_calls} | result)
 
 
 def default_config_path() -> Path:

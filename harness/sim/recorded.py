@@ -136,6 +136,11 @@ class _Accounting:
             self.needed.setdefault(value.call, []).append(value.value)
         #: Needed values not visible at the call that used them, per agent call.
         self.needed_hidden_per_call: list[int] = []
+        #: Per message of the window (by identity, the message held so that its id is not reused): its text
+        #: and its tool results as (tool_use_id, content). Messages are immutable and every call looks at the
+        #: whole window, so each is read once instead of once per call.
+        self._texts: dict[int, tuple[Message, str]] = {}
+        self._results: dict[int, tuple[Message, tuple[tuple[str, str], ...]]] = {}
 
     def append(self, message: Message) -> None:
         for block in message.blocks:
@@ -184,17 +189,30 @@ class _Accounting:
         wanted = self.needed.get(self.agent_calls)
         if not wanted:
             return 0
-        shown = [self.system, *(m.text for m in self.ctx.messages)]
+        shown = [self.system, *(self._text(m) for m in self.ctx.messages)]
         return sum(1 for value in wanted if not any(value in text for text in shown))
+
+    def _text(self, message: Message) -> str:
+        """``message.text``, read once per message."""
+        hit = self._texts.get(id(message))
+        if hit is None or hit[0] is not message:
+            hit = self._texts[id(message)] = (message, message.text)
+        return hit[1]
+
+    def _results_of(self, message: Message) -> tuple[tuple[str, str], ...]:
+        """``message``'s tool results as (tool_use_id, content), in block order, read once per message."""
+        hit = self._results.get(id(message))
+        if hit is None or hit[0] is not message:
+            found = tuple((b.tool_use_id, b.content) for b in message.blocks if isinstance(b, ToolResult))
+            hit = self._results[id(message)] = (message, found)
+        return hit[1]
 
     def _note_hidden(self) -> tuple[int, int]:
         """(count, tokens) of the recorded outputs this call cannot see whole; the first call of each is kept."""
         shown: dict[str, str] = {}
         for m in self.ctx.messages:
-            if m.has_result:
-                for b in m.blocks:
-                    if isinstance(b, ToolResult):
-                        shown[b.tool_use_id] = b.content
+            for use_id, content in self._results_of(m):
+                shown[use_id] = content
         count = tokens = 0
         for use_id, (tool, block, size) in self.outputs.items():
             seen = shown.get(use_id)

@@ -20,8 +20,12 @@ from tests.harness.cli.invoke import TINY, write_config
 
 def test_interleaved_best_alternates_and_returns_the_last_results() -> None:
     calls: list[str] = []
-    short_s, long_s, short, long = speed.interleaved_best(3, lambda: calls.append("s") or "S",
-                                                          lambda: calls.append("l") or "L", min_seconds=0.0)
+
+    def side(name: str) -> str:
+        calls.append(name)
+        return name.upper()
+
+    short_s, long_s, short, long = speed.interleaved_best(3, lambda: side("s"), lambda: side("l"), min_seconds=0.0)
     assert (short, long) == ("S", "L")
     # one warm-up run of each side (the short one also calibrates the loops), then alternating samples
     assert calls == ["s", "l", "s", "l", "s", "l", "s", "l"]
@@ -120,3 +124,42 @@ def test_a_tiled_run_repeats_whole_sessions_and_checks_against_its_manifest(tmp_
     manifest = Manifest.read(tmp_path / "tiled")
     verify_tables(tmp_path / "tiled", manifest)  # raises if a checksum does not match
     assert manifest.rows[SESSIONS_TABLE] == made and set(manifest.sha256) == {SESSIONS_TABLE, CALLS_TABLE, EVENTS_TABLE}
+
+
+def test_the_accounting_rate_replays_the_repeated_traces_under_every_strategy(tmp_path: Path) -> None:
+    from harness.run.traces import load_traces
+
+    path = write_config(tmp_path, TINY)
+    goal = speed.accounting_rate(path, 5, 2, 1, tmp_path / "p7", 250.0)
+    values = goal.values
+    assert goal.name.startswith("P7 ")
+    assert (values["files"], values["sessions"], values["distinct_ids"]) == (2, 5, 5)
+    assert values["strategies"] == len(TINY["strategies"])
+    assert values["rows"][SESSIONS_TABLE] == 5 * len(TINY["strategies"])
+    # the two files' sessions, repeated in order: their recorded calls (the assistant messages after the task)
+    read = load_traces([tmp_path / "p7" / "traces"])
+    calls = [sum(1 for m in s.messages[1:] if m.role == "assistant") for s in read]
+    assert len(read) == 2 and values["recorded_calls"] == sum(calls[i % 2] for i in range(5))
+    assert values["mean_calls"] == pytest.approx(values["recorded_calls"] / 5)
+    assert values["calls_min"] == min(calls) and values["calls_max"] == max(calls) and min(calls) > 10
+    assert values["seconds"] > 0 and values["read_s"] >= 0 and values["generate_s"] > 0
+    assert values["replays_per_s"] == pytest.approx(values["rows"][SESSIONS_TABLE] / values["seconds"])
+    assert values["replays_per_s"] > 0 and values["p1_replays_per_s"] == 250.0
+    assert values["ratio_to_p1"] == pytest.approx(values["replays_per_s"] / 250.0)
+    assert goal.met is (values["replays_per_s"] >= 250.0)  # no slower than the simulated replay given
+    assert f"{values['rows'][SESSIONS_TABLE]:,} session-replays" in goal.how
+
+
+def test_the_accounting_config_hash_is_the_content_hash_of_all_sessions_streamed() -> None:
+    # The plan hashes every recorded session's content one at a time (10,000 sessions' JSON text is
+    # several GB): the same sha256 as the canonical JSON of the whole.
+    from harness.run import accounting
+    from harness.run.config import content_hash
+    from harness.run.fitting import synthetic_sessions
+
+    sessions = synthetic_sessions("k8s_crashloop", 2, 0, turns=20)
+    head = {"mode": "accounting", "model": "frontier", "strategies": [{"name": "unbounded", "note": "sessions"}],
+            "batch_size": 8}
+    for chosen in ([], sessions[:1], sessions):
+        plain = content_hash({**head, "sessions": [accounting._content(s) for s in chosen]})
+        assert accounting._config_hash(head, chosen) == plain
