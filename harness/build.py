@@ -1,18 +1,19 @@
 """Which build of the replay's hot path runs: the modules compiled by mypyc (setup.py), or their Python sources.
 
-Decided once, when the ``harness`` package is first imported, before any compiled module is:
+Decided once, when the ``harness`` package is first imported, before any compiled module is. The compiled
+modules run unless:
 
-- ``CTXBENCH_PURE_PYTHON=1`` in the environment: the Python sources, even where compiled modules are present
-  (how the tables of the two builds are compared).
-- no build record (``build_record.json``, written by setup.py when it compiles): nothing was compiled; or the
-  library the compiled modules share failed to build.
+- ``CTXBENCH_PURE_PYTHON=1`` is in the environment (how the tables of the two builds are compared);
+- there is no build record (``build_record.json``, written by setup.py when it compiles: nothing was
+  compiled), or it is damaged;
+- the library the compiled modules share is missing (it failed to build);
 - a compiled module's source no longer matches the hash the record holds (an edited checkout whose build is
-  older than the edit): the Python sources of every compiled module, with one line on stderr saying which
-  file changed, so an edit is never silently ignored. The compiled modules share one library, so it is all
-  of them or none.
+  older than the edit), said in one line on stderr naming the file, so an edit is never silently ignored.
 
-Nothing here imports another module of the project: it runs first. The tables are byte-identical in both
-builds (tests/harness/test_build.py); only the speed differs.
+Then every module of the project loads from its source (the compiled modules share one library: all of them
+or none). Nothing here imports another module of the project: it runs first. The tables are byte-identical
+in both builds (tests/harness/test_build.py); only the speed differs. What compiling asks of the source, and
+`pickle_frozen_by_fields`: docs/design.md, "The compiled hot path".
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ __all__ = ["PURE_PYTHON_VARIABLE", "Build", "current", "decide", "pickle_frozen_
 #: Set to 1 (any non-empty value but 0), the Python sources run even where compiled modules are present.
 PURE_PYTHON_VARIABLE = "CTXBENCH_PURE_PYTHON"
 RECORD = Path(__file__).resolve().parent / "build_record.json"
+#: The packages whose modules setup.py may compile.
+PACKAGES = ("harness", "strategies")
 ROOT = RECORD.parent.parent
 
 
@@ -58,32 +61,42 @@ class Build:
 
 
 class _SourcesFirst(importlib.abc.MetaPathFinder):
-    """Finds the named modules as their ``.py`` sources, ahead of the compiled libraries beside them."""
+    """Finds the project's modules as their ``.py`` sources, ahead of any compiled library beside them (every
+    module of the project's packages, not only the record's: a damaged record names none)."""
 
-    def __init__(self, modules: Sequence[str]) -> None:
-        self.modules = frozenset(modules)
+    def __init__(self, packages: Sequence[str] = PACKAGES) -> None:
+        self.prefixes = tuple(f"{package}." for package in packages)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.modules or path is None:
+        if path is None or not fullname.startswith(self.prefixes):
             return None
         name = fullname.rpartition(".")[2]
         for folder in path:
             source = Path(folder) / f"{name}.py"
             if source.is_file():
                 return importlib.util.spec_from_file_location(fullname, source)
-        return None
+        return None  # a package, or a module with no source beside it: the usual finders
 
 
 _current: Build | None = None
 
 
-def _record() -> dict[str, object] | None:
+def _record() -> tuple[dict[str, object] | None, str]:
+    """The build record, or None and why not ("" when there is none: nothing was compiled)."""
     try:
-        record = json.loads(RECORD.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and isinstance(record.get("modules"), dict) else None
+        text = RECORD.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError) as e:
+        return None, f"{RECORD.name} cannot be read ({type(e).__name__})"
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("modules"), dict):
+        return None, f"{RECORD.name} is damaged"
+    return record, ""
 
 
 def _source(module: str) -> Path:
@@ -106,7 +119,7 @@ def decide() -> Build:
     global _current
     if _current is not None:
         return _current
-    record = _record()
+    record, problem = _record()
     modules: dict[str, object] = dict(record["modules"]) if record is not None else {}  # type: ignore[call-overload]
     compiler = str(record.get("compiler")) if record is not None else None
     names = tuple(sorted(modules))
@@ -114,7 +127,7 @@ def decide() -> Build:
     if flag and flag != "0":
         reason = f"{PURE_PYTHON_VARIABLE} is set"
     elif record is None:
-        reason = "nothing compiled: no C compiler at install, or an install without the build"
+        reason = problem or "nothing compiled: no C compiler at install, or an install without the build"
     elif importlib.util.find_spec(str(record.get("library"))) is None:
         # Its modules' own libraries may be there (each builds on its own): without the shared one they fail.
         reason = f"the compiled library {record.get('library')} is missing"
@@ -124,8 +137,8 @@ def decide() -> Build:
         if changed is not None:
             print(f"ctxbench: {changed} changed since the compiled build; running the Python sources "
                   "(reinstall, e.g. `make setup`, to compile it again)", file=sys.stderr)
-    if reason and names:
-        sys.meta_path.insert(0, _SourcesFirst(names))
+    if reason:
+        sys.meta_path.insert(0, _SourcesFirst())
     _current = Build(not reason, compiler, names, reason)
     return _current
 

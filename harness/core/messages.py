@@ -121,8 +121,13 @@ class FactScanner:
                       for form in texts if form)
         self._items = tuple(self.facts.items()) + extra
         self._decoys = tuple(sorted(set(decoys)))
-        #: (a step's call as a message shows it, `block_text` of its ToolUse; the step's id).
-        self._calls = tuple(sorted((calls or {}).items()))
+        #: (a head, then every (call, step id) whose call starts with it): a step's call as a message shows it
+        #: (`block_text` of its ToolUse: ``tool {...}``) is looked for only in a text that holds its head (the
+        #: call up to its first brace), so most texts are searched for a few heads, not every call.
+        grouped: dict[str, list[tuple[str, str]]] = {}
+        for call, step in sorted((calls or {}).items()):
+            grouped.setdefault(call[: call.find("{") + 1] or call, []).append((call, step))
+        self._calls = tuple((head, tuple(group)) for head, group in sorted(grouped.items()))
 
     def scan(self, text: str) -> frozenset[str]:
         if not self._items or not text:
@@ -138,7 +143,7 @@ class FactScanner:
         """The steps whose call (tool and arguments, as a message shows it) occurs in ``text``."""
         if not self._calls or not text:
             return _NO_KEYS
-        return frozenset(step for call, step in self._calls if call in text)
+        return frozenset(step for head, group in self._calls if head in text for call, step in group if call in text)
 
 
 _NO_KEYS: frozenset[str] = frozenset()

@@ -21,6 +21,7 @@ from harness.sim.metrics import MEMORY_OFF_ROW
 from harness.sim.profiles import Profile
 from scenarios.base import Series
 from scenarios.draws import derive_seed
+from strategies.base import ContextStrategy
 
 __all__ = ["replay_batch"]
 
@@ -37,6 +38,10 @@ def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
     #: Each variant's memory as the previous session of the current series left it (a batch holds whole
     #: series, in order, so this never needs another batch's sessions).
     memories: dict[str, MemoryStore] = {}
+    # Each variant's strategy and switches validated once per batch, not once per session: a replay clones
+    # its strategy for every agent and never changes the one it is given. Params that fail are that
+    # variant's error on each of its sessions, as they were when made per session.
+    made = [_variant_parts(spec) for spec in task.variants]
     for planned in task.batch.sessions:
         scenario, params = task.scenarios[planned.scenario_index]
         seed = session_seed(task.root_seed, scenario, planned.session_index)
@@ -55,11 +60,13 @@ def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
             for spec in task.variants:
                 session_rows.append(_error_row(scenario, planned.session_index, seed, spec, e) | extra)
             continue
-        for spec in task.variants:
+        for spec, parts in zip(task.variants, made, strict=True):
             memory = memories.get(spec.label, MemoryStore()) if series_plan is not None and spec.memory else None
             try:
-                result = replay(script, strategies.create(spec.name, **spec.params), profiles[spec.profile],
-                                switches=Switches(**spec.switches), scenario=scenario,
+                if isinstance(parts, Exception):
+                    raise parts
+                strategy, switches = parts
+                result = replay(script, strategy, profiles[spec.profile], switches=switches, scenario=scenario,
                                 session_index=planned.session_index, strategy_label=spec.label, events=keep_events,
                                 memory=memory, p_write=series_plan.p_write if series_plan is not None else 0.0)
             except Exception as e:  # the run goes on; the row says what failed (exit code 1)
@@ -72,6 +79,14 @@ def replay_batch(task: BatchTask, *, events: bool | None = None) -> BatchResult:
             call_rows.extend(c.as_row() for c in result.calls)
             event_rows.extend(result.event_rows)
     return BatchResult(task.batch.id, session_rows, call_rows, EventLines.of(event_rows))
+
+
+def _variant_parts(spec: VariantTask) -> tuple[ContextStrategy, Switches] | Exception:
+    """A variant's strategy and switches, or what making them raised."""
+    try:
+        return strategies.create(spec.name, **spec.params), Switches(**spec.switches)
+    except Exception as e:  # reported against each of the variant's sessions, as a replay's failure is
+        return e
 
 
 def _error_row(scenario: str, index: int, seed: int, spec: VariantTask, e: BaseException) -> dict[str, Any]:

@@ -241,6 +241,8 @@ class Replay:
         self._agent: AgentState | None = None
         self._agent_index = 0
         self._steps: list[Step] = []
+        #: The ids of ``_steps``, in order (the plan order the model reads its progress against).
+        self._step_ids: tuple[str, ...] = ()
         self._step_index = 0
         self._result: SessionResult | None = None
 
@@ -341,8 +343,8 @@ class Replay:
         (`MockModel.next_step`), or, with `Mechanisms.context_progress` off, the harness's order (the
         first step of the agent's not yet done)."""
         if self.mechanisms.context_progress:
-            chosen = self.model.next_step(self.model.view(agent.ctx), [s.id for s in self._steps])
-            return self.script.step_by_id(chosen) if chosen is not None else None
+            index = self.model.next_index(self.model.view(agent.ctx), self._step_ids)
+            return self._steps[index] if index < len(self._steps) else None
         return next((s for s in self._steps if s.id not in self._passed), None)
 
     def _enter_agent(self, index: int, first: Message) -> None:
@@ -357,6 +359,7 @@ class Replay:
         if self.model.memory:
             steps = self._skip_remembered(steps)
         self._agent_index, self._steps, self._step_index = index, steps, 0
+        self._step_ids = tuple(s.id for s in steps)
         self._phase = "steps"
         self._agent = self._new_agent(name, first, steps)
 

@@ -206,6 +206,10 @@ class MockModel:
         self.memory: dict[str, str] = {}
         #: The session's tool list spells some names with ``-``: either convention may be confused.
         self.mixed_conventions = any("-" in tool for tool in plan.tool_names)
+        #: The plan order `next_step` was last given and each step's place in it (the last place of a
+        #: repeated id), kept while the caller passes the same sequence.
+        self._order: Sequence[str] | None = None
+        self._places: dict[str, int] = {}
 
     # Reading the context ---------------------------------------------------------------------------
     def view(self, ctx: Context) -> ContextView:
@@ -254,9 +258,24 @@ class MockModel:
         """The step the agent takes up next, read from its context: the one after the last of
         ``step_ids`` (its plan, in order) whose call a visible message shows; the first when none does
         (an agent that sees no sign of its work starts over). None: every step is done (answer)."""
-        traced = {self.plan.primary(s) for s in view.traced()}
-        last = max((i for i, s in enumerate(step_ids) if s in traced), default=-1)
-        return step_ids[last + 1] if last + 1 < len(step_ids) else None
+        index = self.next_index(view, step_ids)
+        return step_ids[index] if index < len(step_ids) else None
+
+    def next_index(self, view: ContextView, step_ids: Sequence[str]) -> int:
+        """`next_step` as its place in ``step_ids`` (``len(step_ids)``: every step is done). Each turn costs
+        the traced steps, not the plan: the places are made once per plan order given."""
+        if step_ids is not self._order:
+            places = {s: i for i, s in enumerate(step_ids)}
+            # A fallback's call shows the step it replaces done: it takes that step's place (and only that).
+            read = dict(places)
+            for fallback, primary in self.plan.primaries.items():
+                if primary in places:
+                    read[fallback] = places[primary]
+                else:
+                    read.pop(fallback, None)
+            self._order, self._places = step_ids, read
+        places = self._places
+        return max(map(places.__getitem__, view.traced() & places.keys()), default=-1) + 1
 
     # Drawing ---------------------------------------------------------------------------------------
     def u(self, purpose: str, step_id: str, attempt: int, *sub: str) -> float:

@@ -20,6 +20,7 @@ Three types carry that:
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +132,21 @@ class Plan:
     tool_names: tuple[str, ...]
     #: label -> key, to read a summary's or note's fact lines back.
     labels: Mapping[str, str]
+    #: step id -> its plan step (a fallback's id -> the fallback), and fallback id -> the step it replaces:
+    #: looked up every turn, so made once rather than searched for.
+    by_id: Mapping[str, PlanStep] = field(default_factory=dict, compare=False, repr=False)
+    primaries: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_id: dict[str, PlanStep] = {}
+        primaries: dict[str, str] = {}
+        for step in self.steps:  # the first match wins, as a search in plan order finds it
+            by_id.setdefault(step.id, step)
+            if step.fallback is not None:
+                by_id.setdefault(step.fallback.id, step.fallback)
+                primaries.setdefault(step.fallback.id, step.id)
+        object.__setattr__(self, "by_id", by_id)
+        object.__setattr__(self, "primaries", primaries)
 
     @classmethod
     def of(cls, script: SessionScript) -> Plan:
@@ -148,19 +164,11 @@ class Plan:
         )
 
     def step(self, step_id: str) -> PlanStep:
-        for step in self.steps:
-            if step.id == step_id:
-                return step
-            if step.fallback is not None and step.fallback.id == step_id:
-                return step.fallback
-        raise KeyError(step_id)
+        return self.by_id[step_id]
 
     def primary(self, step_id: str) -> str:
         """The plan step ``step_id`` stands for (a fallback stands for the step it replaces)."""
-        for step in self.steps:
-            if step.fallback is not None and step.fallback.id == step_id:
-                return step.id
-        return step_id
+        return self.primaries.get(step_id, step_id)
 
 
 @mypyc_attr(native_class=False)  # pickled whole (`Replay.save`): see harness/build.py
@@ -190,6 +198,8 @@ class Reader:
         return {self._labels[name]: value for name, value in parse_fact_lines(message.text).items()
                 if name in self._labels}
 
+
+_RECORDS = operator.attrgetter("records")
 
 #: How a text line names a call: a summary's record of the calls done, a stub's call line.
 _CALL_LINES = (RECORD_PREFIX, CALL_PREFIX)
@@ -246,11 +256,7 @@ class ContextView:
     def traced(self) -> set[str]:
         """The plan steps a visible message shows done: the step's call with its arguments, or a note or
         summary line that names it (`harness.core.messages.Message.records`)."""
-        out: set[str] = set()
-        for m in self.messages:
-            if m.records:
-                out |= m.records
-        return out
+        return set().union(*map(_RECORDS, self.messages))
 
     def visible_call(self, step_ids: Sequence[str], tools: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
         """(tool, args) of the newest visible call of one of ``step_ids`` made with one of ``tools`` (the

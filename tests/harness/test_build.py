@@ -63,13 +63,27 @@ def test_an_edited_source_is_never_shadowed_by_an_older_compiled_module() -> Non
     assert build._changed({"harness.sim.no_such_module": "0" * 64}) is None
 
 
-def test_the_sources_first_finder_finds_only_its_modules() -> None:
-    finder = build._SourcesFirst(["harness.sim.clock"])
+def test_the_sources_first_finder_finds_the_projects_modules_as_their_sources() -> None:
+    finder = build._SourcesFirst()
     folder = str(REPO / "harness" / "sim")
     spec = finder.find_spec("harness.sim.clock", [folder])
     assert spec is not None and spec.origin == str(Path(folder) / "clock.py")
-    assert finder.find_spec("harness.sim.kernel", [folder]) is None
+    assert finder.find_spec("harness.sim", [str(REPO / "harness")]) is None  # a package: the usual finders
+    assert finder.find_spec("numpy.linalg", [folder]) is None  # not the project's
     assert finder.find_spec("harness.sim.clock", None) is None
+
+
+@pytest.mark.parametrize(("text", "problem"), [("{not json", "build_record.json is damaged"),
+                                               ('{"modules": 3}', "build_record.json is damaged"),
+                                               ("\udcff", "build_record.json cannot be read (UnicodeDecodeError)")])
+def test_a_damaged_build_record_runs_the_sources_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              text: str, problem: str) -> None:
+    record = tmp_path / "build_record.json"
+    record.write_bytes(text.encode("utf-8", "surrogateescape"))
+    monkeypatch.setattr(build, "RECORD", record)
+    assert build._record() == (None, problem)
+    monkeypatch.setattr(build, "RECORD", tmp_path / "none.json")
+    assert build._record() == (None, "")
 
 
 def test_a_build_describes_itself() -> None:
