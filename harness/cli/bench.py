@@ -37,10 +37,10 @@ def add_parser(subparsers: Subparsers) -> None:
                     "strategy operations against strands' managers (P5, when strands-agents is installed), the "
                     "report of 30,000 session rows (P6) and the accounting replay (ctxbench replay) of 10,000 "
                     "synthetic recorded sessions of about 60 calls under every strategy, against P1's rate (P7). "
-                    "Writes only to a temporary directory. On an idle 2-core "
-                    "machine P1-P6 took about 3 minutes, --quick about a minute (see README, Speed); P7's 100,000 "
-                    "session-replays took 11 minutes more on 2 cores shared with other jobs, half a minute with "
-                    "--quick. Exit 0; 2 on a usage or config error.")
+                    "Writes only to a temporary directory. On an idle 2-core machine the whole took about 12 "
+                    "minutes, P7's 100,000 session-replays more than 8 of them; --quick about 2 minutes (see README, "
+                    "Speed). The first line names the build that ran (compiled or pure Python). Exit 0; 2 on a "
+                    "usage or config error.")
     bench.add_argument("--quick", action="store_true", help="smaller sizes: a check that it all works, noisier figures")
     bench.add_argument("--jobs", type=int, default=0, help="worker processes for P1, P4 and P7 (default: one per CPU)")
     bench.add_argument("--config", default=None,
