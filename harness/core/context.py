@@ -34,21 +34,36 @@ class NoSummarizer(RuntimeError):
     """`Context.summarize` was called on a context built without a summarizer."""
 
 
+def _discount(counts: Counter[str], keys: frozenset[str]) -> None:
+    """One fewer of each of ``keys``; a key at none leaves ``counts`` (its keys are what is present)."""
+    for key in keys:
+        left = counts[key] - 1
+        if left:
+            counts[key] = left
+        else:
+            del counts[key]
+
+
 @mypyc_attr(native_class=False)
 class Window(list[Message]):
-    """A list of messages with running totals (tokens, raw tokens, fact counts).
+    """A list of messages with running totals (tokens, raw tokens, fact, record and decoy counts).
 
     Every mutating list method is routed through `_added` / `_removed`, so the totals are exact after
     any mutation, at O(changed messages) cost.
     """
 
-    __slots__ = ("_touched", "fact_counts", "raw_tokens", "step_kinds", "tokens")
+    __slots__ = ("_touched", "decoy_counts", "fact_counts", "raw_tokens", "record_counts", "step_kinds", "tokens")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__()
         self.tokens = 0
         self.raw_tokens = 0
         self.fact_counts: Counter[str] = Counter()
+        #: Plan step -> messages whose text shows it done (`Message.records`), and decoy -> messages that
+        #: state it: what the agent reads of its progress and of wrong values every turn, kept up to date
+        #: here so that reading them costs what changed, not the whole window.
+        self.record_counts: Counter[str] = Counter()
+        self.decoy_counts: Counter[str] = Counter()
         #: (role, step_id, kind) -> messages of that step in the window: lets a reader that looks for
         #: a step's last result or action learn in O(1) that there is none, instead of scanning the
         #: whole window every turn (which made long sessions quadratic).
@@ -78,18 +93,19 @@ class Window(list[Message]):
         self.raw_tokens += m.raw_tokens
         for key in m.facts:
             self.fact_counts[key] += 1
+        for step in m.records:
+            self.record_counts[step] += 1
+        for decoy in m.decoys:
+            self.decoy_counts[decoy] += 1
         if m.step_id is not None:
             self.step_kinds[(m.role, m.step_id, m.kind)] += 1
 
     def _removed(self, m: Message) -> None:
         self.tokens -= m.tokens
         self.raw_tokens -= m.raw_tokens
-        for key in m.facts:
-            left = self.fact_counts[key] - 1
-            if left:
-                self.fact_counts[key] = left
-            else:
-                del self.fact_counts[key]
+        _discount(self.fact_counts, m.facts)
+        _discount(self.record_counts, m.records)
+        _discount(self.decoy_counts, m.decoys)
         if m.step_id is not None:
             step = (m.role, m.step_id, m.kind)
             left = self.step_kinds[step] - 1
@@ -132,6 +148,8 @@ class Window(list[Message]):
         self.tokens = 0
         self.raw_tokens = 0
         self.fact_counts.clear()
+        self.record_counts.clear()
+        self.decoy_counts.clear()
         self.step_kinds.clear()
 
     @overload

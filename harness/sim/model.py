@@ -275,7 +275,9 @@ class MockModel:
                     read.pop(fallback, None)
             self._order, self._places = step_ids, read
         places = self._places
-        return max(map(places.__getitem__, view.traced() & places.keys()), default=-1) + 1
+        # Over the steps the window shows done (its running count), not over the plan: a turn costs what
+        # is visible, and a long plan's unreached steps cost nothing.
+        return max([places[step] for step in view.traced() if step in places], default=-1) + 1
 
     # Drawing ---------------------------------------------------------------------------------------
     def u(self, purpose: str, step_id: str, attempt: int, *sub: str) -> float:

@@ -33,8 +33,8 @@ __all__ = ["REPLAY_STATE_FORMAT", "STATE_KEY_ENV", "STATE_KEY_FILE", "ReplayStat
 
 
 #: The layout of saved replay state; bump it whenever what `Replay.save` writes changes shape (2: signed;
-#: 3: each agent's window state in an `AgentWindow`).
-REPLAY_STATE_FORMAT = 3
+#: 3: each agent's window state in an `AgentWindow`; 4: a window's record and decoy counts).
+REPLAY_STATE_FORMAT = 4
 _STATE_MAGIC = b"ctxbench replay state\n"
 
 
@@ -225,7 +225,8 @@ class _StatePickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         kind = type(obj)
         if kind is Window:
-            return _window, (list(obj), obj._touched, obj.tokens, obj.raw_tokens, obj.fact_counts, obj.step_kinds)
+            return _window, (list(obj), obj._touched, obj.tokens, obj.raw_tokens, obj.fact_counts, obj.step_kinds,
+                             obj.record_counts, obj.decoy_counts)
         if kind is TextMeter:
             if obj.tokenizer is not default_tokenizer():
                 raise pickle.PicklingError("a message was measured with a tokenizer other than the default one")
@@ -236,13 +237,14 @@ class _StatePickler(pickle.Pickler):
 
 
 def _window(messages: list[Message], touched: int | None, tokens: int, raw_tokens: int, fact_counts: Counter[str],
-            step_kinds: Counter[tuple[str, str, str]]) -> Window:
+            step_kinds: Counter[tuple[str, str, str]], record_counts: Counter[str], decoy_counts: Counter[str]) -> Window:
     """A saved window as it was: its messages and running totals as saved, not recounted."""
     window = Window.__new__(Window)
     list.extend(window, messages)
     window._touched = touched
     window.tokens, window.raw_tokens = tokens, raw_tokens
     window.fact_counts, window.step_kinds = fact_counts, step_kinds
+    window.record_counts, window.decoy_counts = record_counts, decoy_counts
     return window
 
 

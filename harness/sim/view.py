@@ -20,8 +20,7 @@ Three types carry that:
 from __future__ import annotations
 
 import json
-import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,8 +198,6 @@ class Reader:
                 if name in self._labels}
 
 
-_RECORDS = operator.attrgetter("records")
-
 #: How a text line names a call: a summary's record of the calls done, a stub's call line.
 _CALL_LINES = (RECORD_PREFIX, CALL_PREFIX)
 
@@ -250,13 +247,16 @@ class ContextView:
         return None
 
     def decoys_seen(self, candidates: frozenset[str]) -> set[str]:
-        return {d for m in self.messages for d in m.decoys} & candidates
+        """The decoys among ``candidates`` that a visible message states (the window's running count)."""
+        counts = self.messages.decoy_counts
+        return {d for d in candidates if d in counts}
 
     # Progress --------------------------------------------------------------------------------------
-    def traced(self) -> set[str]:
+    def traced(self) -> KeysView[str]:
         """The plan steps a visible message shows done: the step's call with its arguments, or a note or
-        summary line that names it (`harness.core.messages.Message.records`)."""
-        return set().union(*map(_RECORDS, self.messages))
+        summary line that names it (`harness.core.messages.Message.records`). A live view of the window's
+        running count of them: reading it costs nothing per message."""
+        return self.messages.record_counts.keys()
 
     def visible_call(self, step_ids: Sequence[str], tools: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
         """(tool, args) of the newest visible call of one of ``step_ids`` made with one of ``tools`` (the

@@ -11,7 +11,11 @@ from harness.core.context import Context, ContextOverflow, NoSummarizer, Payload
 from harness.core.messages import Message, Text, TextMeter, ToolResult, ToolUse, as_summary, to_converse
 
 FACTS = {"pod": "api-7f9c-q2kx", "trace": "trc-zz91-mmp3", "node": "node-b4k2-77aa"}
-METER = TextMeter.for_facts(FACTS)
+#: A decoy (a wrong value of a fact's shape) and a step's call, so that the window's decoy and record counts
+#: are checked under every mutation too.
+DECOYS = ("api-7f9c-zz00",)
+CALLS = {'logs {"pod":"api-7f9c-q2kx"}': "s1"}
+METER = TextMeter.for_facts(FACTS, decoys=DECOYS, calls=CALLS)
 
 
 def obs(i: int, text: str) -> Message:
@@ -25,7 +29,7 @@ def msgs() -> list[Message]:
         Message.build("assistant", [ToolUse("t1", "logs", {"pod": "api-7f9c-q2kx"})], step_id="s1", meter=METER),
         obs(1, "trace trc-zz91-mmp3 on node-b4k2-77aa\n" * 5),
         Message.build("assistant", [Text("and the node node-b4k2-77aa")], meter=METER),
-        obs(2, "plain output with nothing"),
+        obs(2, "plain output with nothing, not pod api-7f9c-zz00"),
         Message.build("user", [Text("hint: trc-zz91-mmp3")], meter=METER),
     ]
 
@@ -42,6 +46,9 @@ def check_totals(w: Window) -> None:
         expected.update(m.facts)
     assert dict(w.fact_counts) == dict(expected)
     assert all(v > 0 for v in w.fact_counts.values())
+    assert dict(w.record_counts) == dict(Counter(step for m in w for step in m.records))
+    assert dict(w.decoy_counts) == dict(Counter(decoy for m in w for decoy in m.decoys))
+    assert all(v > 0 for v in (*w.record_counts.values(), *w.decoy_counts.values()))
     steps = Counter((m.role, m.step_id, m.kind) for m in w if m.step_id is not None)
     assert dict(w.step_kinds) == dict(steps)
     for role, step, kind in [*steps, ("user", "s9", "observation"), ("assistant", "s0", "action")]:
@@ -113,6 +120,12 @@ def test_totals_after_a_sequence_of_mutations() -> None:
             w.extend(msgs())
         MUTATIONS[name](w)
         check_totals(w)
+
+
+def test_the_test_messages_hold_records_and_decoys() -> None:
+    # Else the record and decoy checks of `check_totals` would compare empty counts.
+    w = Window(msgs())
+    assert w.record_counts == Counter({"s1": 1}) and w.decoy_counts == Counter({"api-7f9c-zz00": 1})
 
 
 def test_fact_counts_track_presence() -> None:
