@@ -24,6 +24,7 @@ from typing import NoReturn
 import harness
 from harness.cli import (
     bench,
+    calibrate,
     compare,
     export_otel,
     fit,
@@ -51,8 +52,8 @@ from harness.cli.errors import (
 __all__ = ["UsageError", "build_parser", "main"]
 
 #: The subcommand modules in workflow order, the order `ctxbench --help` lists them in.
-COMMANDS = (run, sweep, report, view, export_otel, compare, validate, merge, replay, fit, listing, scenario, validation,
-            bench)
+COMMANDS = (run, sweep, report, view, export_otel, compare, validate, merge, replay, fit, calibrate, listing,
+            scenario, validation, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -65,7 +65,8 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
                                              "strategy (`ctxbench list strategies`), run with its defaults")
     parser.add_argument("--scenarios", help="comma-separated scenario names (`ctxbench list scenarios`; replaces "
                                             "the config's)")
-    parser.add_argument("--model", help="model profile name (`ctxbench list models`; replaces the config's)")
+    parser.add_argument("--model", help="model profile: a name (`ctxbench list models`) or a profile TOML file "
+                                        "(`ctxbench calibrate` writes one); replaces the config's")
     parser.add_argument("--seed", type=int, help="root seed of the sessions (replaces the config's): the same seed "
                                                  "gives the same sessions and tables")
     add_executor_flags(parser)
@@ -171,6 +172,23 @@ def param_value(text: str) -> Any:
         return text
 
 
+def model_override(model: str | None) -> str | dict[str, Any] | None:
+    """``--model``: a built-in profile's name as given, or a profile TOML file (what `ctxbench calibrate`
+    writes, read by `harness.sim.profiles.read_toml`) as its table, named after the file unless it names
+    itself, so that the run's config.toml holds the profile itself. ConfigError naming the file when it
+    cannot be read; a name that is neither is left to the config's check (which suggests a profile)."""
+    from harness.run.config import ConfigError
+    from harness.sim.profiles import PROFILE_NAMES, TomlFileError, read_toml
+
+    if model is None or model in PROFILE_NAMES or not (model.endswith(".toml") or Path(model).is_file()):
+        return model
+    try:
+        table = read_toml(Path(model))
+    except TomlFileError as e:
+        raise ConfigError(f"--model: {e}") from None
+    return {"name": Path(model).stem} | table
+
+
 def load_run_config(args: argparse.Namespace) -> RunConfig:
     """The config of ``args.config`` (the embedded default when None) with whichever run flags ``args``
     has applied: the overrides, then the ``--strategies`` / ``--scenarios`` selection. ConfigError
@@ -178,6 +196,7 @@ def load_run_config(args: argparse.Namespace) -> RunConfig:
     from harness.run.config import load_config
 
     overrides = {key: getattr(args, key, None) for key in CONFIG_OVERRIDES}
+    overrides["model"] = model_override(overrides["model"])
     config = load_config(args.config, **overrides)
     return config.select(names(getattr(args, "strategies", None), "--strategies"),
                          names(getattr(args, "scenarios", None), "--scenarios"), source=args.config)

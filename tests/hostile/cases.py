@@ -980,7 +980,14 @@ add(
 
 # Families kept in modules of their own, each adding its cases through `add` -------------------------------------
 
-from tests.hostile import cases_cc_otel, cases_readers, cases_swe, cases_tau_litellm, cases_writers  # noqa: E402
+from tests.hostile import (  # noqa: E402
+    cases_calibrate,
+    cases_cc_otel,
+    cases_readers,
+    cases_swe,
+    cases_tau_litellm,
+    cases_writers,
+)
 
 FAMILIES = (*FAMILIES, *cases_readers.FAMILIES, *cases_writers.FAMILIES, *cases_swe.FAMILIES,
-            *cases_tau_litellm.FAMILIES, *cases_cc_otel.FAMILIES)
+            *cases_tau_litellm.FAMILIES, *cases_cc_otel.FAMILIES, *cases_calibrate.FAMILIES)
