@@ -237,7 +237,8 @@ class _StatePickler(pickle.Pickler):
 
 
 def _window(messages: list[Message], touched: int | None, tokens: int, raw_tokens: int, fact_counts: Counter[str],
-            step_kinds: Counter[tuple[str, str, str]], record_counts: Counter[str], decoy_counts: Counter[str]) -> Window:
+            step_kinds: Counter[tuple[str, str, str]], record_counts: Counter[str],
+            decoy_counts: Counter[str]) -> Window:
     """A saved window as it was: its messages and running totals as saved, not recounted."""
     window = Window.__new__(Window)
     list.extend(window, messages)
