@@ -17,11 +17,12 @@ two renderings of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from harness.core.files import write_atomically
 from reports.markup import (
     PAGE_END,
     data_uri,
@@ -431,3 +432,19 @@ def page_files(page: Page, formats: Collection[str], html: Path, markdown: Path)
     if MARKDOWN in formats:
         files[markdown] = render_markdown(page).encode()
     return files
+
+
+def write_report_folder(out_dir: Path, page: Page, plots: Mapping[str, bytes]) -> list[Path]:
+    """A report folder: ``report.html`` (self-contained, plots embedded), ``report.md`` (linking
+    ``plots/*.png``) and the plots, into ``out_dir`` (created if missing), each file atomically; the paths
+    written, the two pages first."""
+    out_dir = Path(out_dir)
+    (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    written = [out_dir / "report.html", out_dir / "report.md"]
+    write_atomically(written[0], render_html(page).encode("utf-8"))
+    write_atomically(written[1], render_markdown(page).encode("utf-8"))
+    for name, png in plots.items():
+        path = out_dir / "plots" / f"{name}.png"
+        write_atomically(path, png)
+        written.append(path)
+    return written

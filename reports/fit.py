@@ -21,7 +21,6 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from harness.core.files import write_atomically
 from reports import blocks
 from reports.blocks import (
     Block,
@@ -32,6 +31,7 @@ from reports.blocks import (
     TableBlock,
     render_html,
     render_markdown,
+    write_report_folder,
 )
 from reports.plots import log_ticks, new_figure, no_data, plot_style, png_bytes, short_label, thousands
 from reports.tables import Cell, Table
@@ -290,16 +290,7 @@ def render_fit_markdown(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> 
 
 
 def write_fit_report(out_dir: Path, data: Mapping[str, Any]) -> list[Path]:
-    """Write ``report.html``, ``report.md`` and ``plots/*.png`` into ``out_dir`` (created if missing), each
-    file atomically; the paths written, the two pages first."""
-    out_dir = Path(out_dir)
+    """Write the report folder (`reports.blocks.write_report_folder`) into ``out_dir``; the paths written, the two
+    pages first."""
     plots = draw_fit_plots(data)
-    (out_dir / "plots").mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "report.html", out_dir / "report.md"]
-    write_atomically(written[0], render_fit_html(data, plots).encode("utf-8"))
-    write_atomically(written[1], render_fit_markdown(data, plots).encode("utf-8"))
-    for name, png in plots.items():
-        path = out_dir / "plots" / f"{name}.png"
-        write_atomically(path, png)
-        written.append(path)
-    return written
+    return write_report_folder(out_dir, fit_page(data, plots), plots)
