@@ -35,6 +35,7 @@ from harness.cli import (
     run,
     scenario,
     sweep,
+    tune,
     validate,
     validation,
     view,
@@ -52,7 +53,7 @@ from harness.cli.errors import (
 __all__ = ["UsageError", "build_parser", "main"]
 
 #: The subcommand modules in workflow order, the order `ctxbench --help` lists them in.
-COMMANDS = (run, sweep, report, view, export_otel, compare, validate, merge, replay, fit, calibrate, listing,
+COMMANDS = (run, sweep, tune, report, view, export_otel, compare, validate, merge, replay, fit, calibrate, listing,
             scenario, validation, bench)
 
 

@@ -55,12 +55,16 @@ def stage_printer(command: str, *, after_s: float = 1.0) -> Callable[[str], None
 def handle(args: argparse.Namespace) -> int:
     """Write the report in the asked formats; one path per line on stdout."""
     from reports.render import ReportInputError, check_formats, write_report
+    from reports.tune import is_tune_dir, write_tune_report
 
     try:
-        # write_report checks the run directory, its manifest and tables, and every output path before
-        # it writes anything: a failure leaves the directory as it was.
-        written = write_report(args.run_dir, check_formats(args.format.split(",")), baseline=args.baseline,
-                               log=None if args.quiet else stage_printer("report"))
+        if is_tune_dir(args.run_dir):  # a `ctxbench tune` directory: its tune page, from its tables
+            written = write_tune_report(args.run_dir, check_formats(args.format.split(",")))
+        else:
+            # write_report checks the run directory, its manifest and tables, and every output path before
+            # it writes anything: a failure leaves the directory as it was.
+            written = write_report(args.run_dir, check_formats(args.format.split(",")), baseline=args.baseline,
+                                   log=None if args.quiet else stage_printer("report"))
     except ReportInputError as e:
         raise UsageError(f"report: {e}") from None
     for path in written:

@@ -192,6 +192,47 @@ class SweepSpec(BaseModel):
         return value
 
 
+class TuneRange(BaseModel):
+    """One ``[tune.params.NAME]`` table: the range ``low``..``high`` (``log`` for a log scale) or the
+    ``choices`` a tune searches for one strategy param (`harness.run.tune`); either, not both."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+
+    low: int | float | None = None
+    high: int | float | None = None
+    log: bool = False
+    choices: list[Any] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TuneRange:
+        if self.choices is not None and (self.low is not None or self.high is not None or self.log):
+            raise ValueError("give low/high/log or choices, not both")
+        if self.choices is None and (self.low is None or self.high is None):
+            raise ValueError("give both low and high (or choices)")
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low {self.low} is above high {self.high}")
+        return self
+
+
+class TuneSpec(BaseModel):
+    """The ``[tune]`` table of ``ctxbench tune`` (`harness.run.tune`): which strategy, how many trials,
+    which objectives (names of the report's metrics, checked by the command), the racing rungs' first
+    session count (``min_sessions``; 0: every trial at the full count; none: the command's default) and ratio
+    (``eta``), and the
+    ranges that narrow the strategy's search space. It never changes a run's tables, so the config hash
+    leaves it out."""
+
+    model_config = STRICT | ConfigDict(extra="forbid", frozen=True)
+
+    strategy: str | None = None
+    trials: int = Field(30, ge=2, le=10_000)
+    objectives: list[str] | None = Field(None, min_length=2, max_length=3)
+    min_sessions: int | None = Field(None, ge=0, le=10_000_000)
+    eta: int = Field(3, ge=2, le=100)
+    sampler: Literal["nsga2", "tpe"] | None = None
+    params: dict[str, TuneRange] = Field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One strategy as the runner replays it: the entry (label and params final), its profile, and
@@ -243,6 +284,8 @@ class RunConfig(BaseModel):
     #: that need only the two tables. Its cost, measured on examples/default.toml: about 10% more run time,
     #: an events.parquet half the size of calls.parquet, and a resume log half as large again.
     events: bool = True
+    #: What ``ctxbench tune`` searches (see `TuneSpec`); ignored by every other command.
+    tune: TuneSpec | None = None
 
     @field_validator("scheduler")
     @classmethod
@@ -501,6 +544,7 @@ class RunConfig(BaseModel):
             data.pop("series", None)
         if not self.runtimes:
             data.pop("runtimes", None)
+        data.pop("tune", None)  # what a tune searches, never what a run's tables hold
         return data
 
     def config_hash(self) -> str:

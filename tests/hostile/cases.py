@@ -986,8 +986,10 @@ from tests.hostile import (  # noqa: E402
     cases_readers,
     cases_swe,
     cases_tau_litellm,
+    cases_tune,
     cases_writers,
 )
 
 FAMILIES = (*FAMILIES, *cases_readers.FAMILIES, *cases_writers.FAMILIES, *cases_swe.FAMILIES,
-            *cases_tau_litellm.FAMILIES, *cases_cc_otel.FAMILIES, *cases_calibrate.FAMILIES)
+            *cases_tau_litellm.FAMILIES, *cases_cc_otel.FAMILIES, *cases_calibrate.FAMILIES,
+            *cases_tune.FAMILIES)
