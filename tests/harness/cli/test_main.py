@@ -18,8 +18,8 @@ from harness.cli.errors import LIBRARY_USAGE_ERRORS, UsageError, usage_error_typ
 from harness.cli.flags import add_run_flags
 from tests.harness.cli.invoke import ctxbench
 
-WORKFLOW_ORDER = ["run", "sweep", "report", "view", "export-otel", "compare", "validate", "merge", "replay", "fit",
-                  "list", "scenario", "validation", "bench"]
+WORKFLOW_ORDER = ["run", "sweep", "tune", "report", "view", "export-otel", "compare", "validate", "merge", "replay",
+                  "fit", "calibrate", "list", "scenario", "validation", "bench"]
 RUN_FLAGS = {"--sessions", "--strategies", "--scenarios", "--model", "--seed", "--jobs", "--executor", "--scheduler",
              "--shard", "--out", "--no-resume", "--no-report", "--quiet", "--json", "--otel"}
 
