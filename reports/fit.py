@@ -29,15 +29,13 @@ from reports.blocks import (
     PerFormat,
     Section,
     TableBlock,
-    render_html,
-    render_markdown,
     write_report_folder,
 )
 from reports.plots import log_ticks, new_figure, no_data, plot_style, png_bytes, short_label, thousands
 from reports.tables import Cell, Table
 
-__all__ = ["PLOT_NAMES", "comparison_table", "draw_fit_plots", "fit_page", "ks_words", "render_fit_html",
-           "render_fit_markdown", "write_fit_report"]
+__all__ = ["PLOT_NAMES", "comparison_table", "draw_fit_plots", "fit_page", "ks_words",
+           "write_fit_report"]
 
 #: The plots, in the order the report shows them, with their captions.
 PLOT_CAPTIONS: dict[str, str] = {
@@ -277,16 +275,6 @@ def fit_page(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> Page:
         Section("Tool mix", [TableBlock(tool_mix_table(measured, generated))], id="tools"),
         Section("QQ plots", figures, id="plots", how=HOW_QQ),
     ])
-
-
-def render_fit_html(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
-    """``report.html``: self-contained, plots embedded (:func:`fit_page` in HTML)."""
-    return render_html(fit_page(data, plots))
-
-
-def render_fit_markdown(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
-    """``report.md``: the same tables, with links to ``plots/*.png``."""
-    return render_markdown(fit_page(data, plots))
 
 
 def write_fit_report(out_dir: Path, data: Mapping[str, Any]) -> list[Path]:

@@ -34,15 +34,13 @@ from reports.blocks import (
     PerFormat,
     Section,
     TableBlock,
-    render_html,
-    render_markdown,
     write_report_folder,
 )
 from reports.plots import log_ticks, new_figure, no_data, plot_style, png_bytes, thousands
 from reports.tables import Cell, Table
 
-__all__ = ["PLOT_NAMES", "calibration_page", "draw_calibration_plots", "fields_table", "render_calibration_html",
-           "render_calibration_markdown", "write_calibration_report"]
+__all__ = ["PLOT_NAMES", "calibration_page", "draw_calibration_plots", "fields_table",
+           "write_calibration_report"]
 
 #: The plots, in the order the report shows them, with their captions.
 PLOT_CAPTIONS: dict[str, str] = {
@@ -250,16 +248,6 @@ def calibration_page(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> Pag
                     "when any hit is recorded) is set from it."),
         Section("Output tokens per call", output_blocks, id="output"),
     ])
-
-
-def render_calibration_html(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
-    """``report.html``: self-contained, plots embedded."""
-    return render_html(calibration_page(data, plots))
-
-
-def render_calibration_markdown(data: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
-    """``report.md``: the same tables, linking ``plots/*.png``."""
-    return render_markdown(calibration_page(data, plots))
 
 
 def write_calibration_report(out_dir: Path, data: Mapping[str, Any]) -> list[Path]:

@@ -7,16 +7,24 @@ import math
 from pathlib import Path
 from typing import Any
 
+from reports.blocks import render_html, render_markdown
 from reports.profile_fit import (
     PLOT_NAMES,
     bins_table,
+    calibration_page,
     draw_calibration_plots,
     fields_table,
-    render_calibration_html,
-    render_calibration_markdown,
     write_calibration_report,
 )
 from reports.stats import wilson_interval
+
+
+def markdown_of(data: dict[str, Any], plots: dict[str, bytes]) -> str:
+    return render_markdown(calibration_page(data, plots))
+
+
+def html_of(data: dict[str, Any], plots: dict[str, bytes]) -> str:
+    return render_html(calibration_page(data, plots))
 
 
 def fit(value: float, low: float, high: float, n: int, how: str = "least squares") -> dict[str, Any]:
@@ -70,22 +78,22 @@ def test_bins_table_shows_each_rate_with_its_wilson_interval() -> None:
 
 def test_pages_hold_every_section_and_the_check_verdict() -> None:
     plots = draw_calibration_plots(data())
-    markdown = render_calibration_markdown(data(), plots)
+    markdown = markdown_of(data(), plots)
     for heading in ("The profile, field by field", "Latency: the fit's check", "Tool errors against context length",
                     "Token-count ratio per model", "Cache-hit share per model", "Output tokens per call"):
         assert f"## {heading}" in markdown
     assert "| 61 | 5 | 5.1 | +2.0% | **yes** |" in markdown
-    assert "+20.0% | **no** |" in render_calibration_markdown(data(within=False), plots)
+    assert "+20.0% | **no** |" in markdown_of(data(within=False), plots)
     assert "Note: 12 tool results left out" in markdown
     assert "(plots/error_rate.png)" in markdown
-    html = render_calibration_html(data(), plots)
+    html = html_of(data(), plots)
     assert "data:image/png;base64," in html and 'id="fields"' in html
 
 
 def test_no_bins_and_no_latency_still_render() -> None:
     empty = data(bins=False) | {"check": None, "latency_points": []}
     plots = draw_calibration_plots(empty)
-    markdown = render_calibration_markdown(empty, plots)
+    markdown = markdown_of(empty, plots)
     assert "Too few to bin" in markdown and "No call records its latency" in markdown
     assert "| context tokens |" not in markdown
 
