@@ -3,7 +3,7 @@ the same sessions by the runner, raced by successive halving, stored in the run 
 
 **Paired trials.** A trial is a variant of the strategy (labels ``<strategy>@t007``) in a `RunConfig` whose
 strategies are the trials' variants; `harness.run.runner.execute` replays it like any run, into a working
-directory under ``<out>/work/``. Session k of a scenario is the same script under every strategy
+directory in the tune directory's ``work`` folder. Session k of a scenario is the same script under every strategy
 (`harness.core.crn`, `harness.run.plan`), and the first n sessions of a run of N > n sessions are the n
 sessions of a run of n, so every trial is evaluated on the same sessions and the comparisons are paired. On
 recorded transcripts (`AccountingEvaluator`) the sessions are the first n recorded ones.
